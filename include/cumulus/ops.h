@@ -1,0 +1,61 @@
+// cumulus: the ONNX accumulation operators over tensor views.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "cumulus/dtype.h"
+#include "cumulus/tensor.h"
+
+namespace cumulus {
+
+enum class OpKind { kCumSum, kCumProd, kSum };
+std::string_view op_name(OpKind op) noexcept;
+
+// The version of `op` in force under an opset import of the default domain ("CumSum" at opset 13
+// is CumSum-11). Throws when the operator does not exist at that opset or the opset is newer than
+// the newest cumulus knows (kMaxOpset).
+inline constexpr int64_t kMaxOpset = 26;
+int op_version(OpKind op, int64_t opset);
+// The element types `op` accepts at `version` (a value op_version returns).
+std::span<const DType> allowed_dtypes(OpKind op, int version);
+// Throws "CumSum-11: type float16 is not supported (allowed: ...)" for a type outside the list.
+void check_dtype(OpKind op, int version, DType dtype);
+
+struct ScanOptions {
+  bool exclusive = false;
+  bool reverse = false;
+};
+
+// y[..., j, ...] = x[..., 0, ...] + ... + x[..., j, ...] along `axis` (in [-rank, rank - 1]);
+// exclusive leaves out x[j], reverse runs from the end. y must have x's dtype and shape and may be
+// x itself (in place), but must not partly overlap it. Integers wrap around; float16, bfloat16 and
+// float32 accumulate in double and round once per output.
+void cumsum(ConstTensorView x, int64_t axis, TensorView y, ScanOptions options = {});
+void cumprod(ConstTensorView x, int64_t axis, TensorView y, ScanOptions options = {});
+Tensor cumsum(ConstTensorView x, int64_t axis, ScanOptions options = {});
+Tensor cumprod(ConstTensorView x, int64_t axis, ScanOptions options = {});
+
+// The axis input of CumSum/CumProd as ONNX passes it: a 0-D int32 or int64 tensor (a one-element
+// 1-D tensor is accepted too, as older exporters write one).
+int64_t scan_axis(OpKind op, ConstTensorView axis);
+
+struct SumOptions {
+  // Multidirectional (NumPy-style) broadcasting, as Sum-8 and later do; Sum-1 and Sum-6 need equal
+  // shapes.
+  bool broadcast = true;
+};
+
+// Shape of the sum of `inputs` (at least one, all of one floating dtype).
+Shape sum_shape(std::span<const ConstTensorView> inputs, SumOptions options = {});
+// y = inputs[0] + inputs[1] + ..., added left to right in double and rounded once. y may be one of
+// the inputs if it has the output's shape.
+void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions options = {});
+Tensor sum(std::span<const ConstTensorView> inputs, SumOptions options = {});
+
+// Threads the kernels may use (default: the hardware's). Results do not depend on it.
+void set_num_threads(int n);
+int num_threads() noexcept;
+
+}  // namespace cumulus

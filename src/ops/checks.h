@@ -1,0 +1,25 @@
+// Checks shared by the operators.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "cumulus/ops.h"
+
+namespace cumulus::detail {
+
+// Byte size of a view whose shape has already passed element_count.
+inline std::size_t byte_size(ConstTensorView v, int64_t count) {
+  return static_cast<std::size_t>(count) * dtype_size(v.dtype);
+}
+
+// Throws unless `out` and `in` are the same buffer or do not overlap at all.
+void check_no_partial_overlap(std::string_view op, std::string_view out_name, const void* out,
+                              std::size_t out_bytes, std::string_view in_name, const void* in,
+                              std::size_t in_bytes);
+
+// Throws when a non-empty view has no data.
+void check_data(std::string_view op, std::string_view name, const void* data, int64_t count);
+
+}  // namespace cumulus::detail

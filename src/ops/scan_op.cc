@@ -1,0 +1,142 @@
+// CumSum and CumProd: validation, then the kernel over fixed parallel chunks.
+#include <algorithm>
+#include <functional>
+
+#include "core/fail.h"
+#include "core/parallel.h"
+#include "kernels/kernels.h"
+#include "ops/checks.h"
+
+namespace cumulus {
+namespace detail {
+
+void check_no_partial_overlap(std::string_view op, std::string_view out_name, const void* out,
+                              std::size_t out_bytes, std::string_view in_name, const void* in,
+                              std::size_t in_bytes) {
+  if (out == in || out_bytes == 0 || in_bytes == 0) return;
+  const auto o = reinterpret_cast<std::uintptr_t>(out);
+  const auto i = reinterpret_cast<std::uintptr_t>(in);
+  if (o < i + in_bytes && i < o + out_bytes) {
+    fail(ErrorCode::kInvalidArgument,
+         "{}: output '{}' partly overlaps input '{}'; pass the same buffer to work in place, or "
+         "separate buffers",
+         op, out_name, in_name);
+  }
+}
+
+void check_data(std::string_view op, std::string_view name, const void* data, int64_t count) {
+  if (data == nullptr && count > 0) {
+    fail(ErrorCode::kInvalidArgument, "{}: '{}' has {} elements but no data", op, name, count);
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+// A chunk of work should be worth a thread hand-off.
+constexpr std::size_t kMinChunkElements = std::size_t{1} << 15;
+constexpr std::size_t kColumnTile = 4096;
+
+void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions options) {
+  const std::string_view name = op_name(op);
+  check_dtype(op, op_version(op, kMaxOpset), x.dtype);
+  const auto rank = static_cast<int64_t>(x.shape.size());
+  if (rank == 0) {
+    detail::fail(ErrorCode::kInvalidArgument,
+                 "{}: input 'x' is a scalar (rank 0), which has no axis to scan along", name);
+  }
+  if (axis < -rank || axis >= rank) {
+    detail::fail(ErrorCode::kInvalidArgument,
+                 "{}: axis {} is out of range for input 'x' of rank {} (shape {}); valid: [{}, {}]",
+                 name, axis, rank, shape_string(x.shape), -rank, rank - 1);
+  }
+  if (y.dtype != x.dtype) {
+    detail::fail(ErrorCode::kInvalidArgument, "{}: output 'y' has type {} but input 'x' has type {}",
+                 name, dtype_name(y.dtype), dtype_name(x.dtype));
+  }
+  if (!std::ranges::equal(x.shape, y.shape)) {
+    detail::fail(ErrorCode::kInvalidArgument, "{}: output 'y' has shape {} but input 'x' has shape {}",
+                 name, shape_string(y.shape), shape_string(x.shape));
+  }
+  const int64_t count = element_count(x.shape);
+  detail::check_data(name, "x", x.data, count);
+  detail::check_data(name, "y", y.data, count);
+  const std::size_t bytes = detail::byte_size(x, count);
+  detail::check_no_partial_overlap(name, "y", y.data, bytes, "x", x.data, bytes);
+  if (count == 0) return;
+
+  const auto a = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
+  std::size_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < a; ++d) outer *= static_cast<std::size_t>(x.shape[d]);
+  for (std::size_t d = a + 1; d < x.shape.size(); ++d) inner *= static_cast<std::size_t>(x.shape[d]);
+  const auto length = static_cast<std::size_t>(x.shape[a]);
+
+  const auto& table = detail::kernels();
+  const detail::ScanKernel kernel =
+      (op == OpKind::kCumSum ? table.cumsum : table.cumprod)[static_cast<int>(x.dtype)];
+  const std::size_t item = dtype_size(x.dtype);
+  const auto* xb = static_cast<const std::byte*>(x.data);
+  auto* yb = static_cast<std::byte*>(y.data);
+  const std::size_t slab = length * inner;
+
+  if (inner == 1) {
+    const std::size_t grain = std::max<std::size_t>(1, kMinChunkElements / length);
+    detail::parallel_for(outer, grain, [&](std::size_t begin, std::size_t end) {
+      kernel({xb + begin * slab * item, yb + begin * slab * item, end - begin, length, 1, 0, 1,
+              options.exclusive, options.reverse});
+    });
+    return;
+  }
+  const std::size_t tiles = (inner + kColumnTile - 1) / kColumnTile;
+  const std::size_t tile_elements = length * std::min(inner, kColumnTile);
+  const std::size_t grain = std::max<std::size_t>(1, kMinChunkElements / tile_elements);
+  detail::parallel_for(outer * tiles, grain, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t task = begin; task < end; ++task) {
+      const std::size_t o = task / tiles;
+      const std::size_t col = (task % tiles) * kColumnTile;
+      kernel({xb + o * slab * item, yb + o * slab * item, 1, length, inner, col,
+              std::min(inner, col + kColumnTile), options.exclusive, options.reverse});
+    }
+  });
+}
+
+Tensor scan_alloc(OpKind op, ConstTensorView x, int64_t axis, ScanOptions options) {
+  Tensor y(x.dtype, Shape(x.shape.begin(), x.shape.end()));
+  scan(op, x, axis, y.view(), options);
+  return y;
+}
+
+}  // namespace
+
+void cumsum(ConstTensorView x, int64_t axis, TensorView y, ScanOptions options) {
+  scan(OpKind::kCumSum, x, axis, y, options);
+}
+void cumprod(ConstTensorView x, int64_t axis, TensorView y, ScanOptions options) {
+  scan(OpKind::kCumProd, x, axis, y, options);
+}
+Tensor cumsum(ConstTensorView x, int64_t axis, ScanOptions options) {
+  return scan_alloc(OpKind::kCumSum, x, axis, options);
+}
+Tensor cumprod(ConstTensorView x, int64_t axis, ScanOptions options) {
+  return scan_alloc(OpKind::kCumProd, x, axis, options);
+}
+
+int64_t scan_axis(OpKind op, ConstTensorView axis) {
+  const std::string_view name = op_name(op);
+  if (axis.dtype != DType::kInt32 && axis.dtype != DType::kInt64) {
+    detail::fail(ErrorCode::kInvalidArgument, "{}: input 'axis' must be int32 or int64, not {}", name,
+                 dtype_name(axis.dtype));
+  }
+  const bool scalar_like = axis.shape.empty() || (axis.shape.size() == 1 && axis.shape[0] == 1);
+  if (!scalar_like) {
+    detail::fail(ErrorCode::kInvalidArgument,
+                 "{}: input 'axis' must be a 0-D tensor (or a 1-element 1-D tensor), not shape {}",
+                 name, shape_string(axis.shape));
+  }
+  detail::check_data(name, "axis", axis.data, 1);
+  return axis.dtype == DType::kInt32 ? *static_cast<const int32_t*>(axis.data)
+                                     : *static_cast<const int64_t*>(axis.data);
+}
+
+}  // namespace cumulus

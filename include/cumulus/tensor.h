@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cumulus/dtype.h"
+#include "cumulus/error.h"
 
 namespace cumulus {
 

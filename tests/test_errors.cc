@@ -1,0 +1,182 @@
+// Every error the kernel library raises, with its message.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "cumulus/ops.h"
+
+namespace cumulus {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// Runs f, requires a cumulus::Error with `code`, and returns its message.
+template <class F>
+std::string error_of(F&& f, ErrorCode code = ErrorCode::kInvalidArgument) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(static_cast<int>(e.code()), static_cast<int>(code)) << e.what();
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not a cumulus::Error: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "no error raised";
+  return {};
+}
+
+Tensor iota_f32(Shape shape) {
+  Tensor t(DType::kFloat32, std::move(shape));
+  for (int64_t i = 0; i < t.size(); ++i) t.data<float>()[i] = static_cast<float>(i + 1);
+  return t;
+}
+
+TEST(ScanErrors, AxisOutOfRange) {
+  const Tensor x = iota_f32({2, 3});
+  EXPECT_THAT(error_of([&] { cumsum(x, 2); }),
+              AllOf(HasSubstr("CumSum: axis 2 is out of range for input 'x' of rank 2 (shape [2, 3])"),
+                    HasSubstr("valid: [-2, 1]")));
+  EXPECT_THAT(error_of([&] { cumprod(x, -3); }), HasSubstr("CumProd: axis -3 is out of range"));
+}
+
+TEST(ScanErrors, ScalarInput) {
+  const Tensor x = Tensor::scalar<float>(1);
+  EXPECT_THAT(error_of([&] { cumsum(x, 0); }),
+              HasSubstr("CumSum: input 'x' is a scalar (rank 0), which has no axis to scan along"));
+}
+
+TEST(ScanErrors, OutputMismatch) {
+  const Tensor x = iota_f32({2, 3});
+  Tensor wrong_type(DType::kFloat64, {2, 3});
+  Tensor wrong_shape(DType::kFloat32, {3, 2});
+  EXPECT_THAT(error_of([&] { cumsum(x, 0, wrong_type.view()); }),
+              HasSubstr("CumSum: output 'y' has type float64 but input 'x' has type float32"));
+  EXPECT_THAT(error_of([&] { cumprod(x, 0, wrong_shape.view()); }),
+              HasSubstr("CumProd: output 'y' has shape [3, 2] but input 'x' has shape [2, 3]"));
+}
+
+TEST(ScanErrors, PartialOverlap) {
+  Tensor buffer = iota_f32({8});
+  const Shape shape = {4};
+  const ConstTensorView x(DType::kFloat32, shape, buffer.data<float>());
+  const TensorView y{DType::kFloat32, shape, buffer.data<float>() + 2};
+  EXPECT_THAT(error_of([&] { cumsum(x, 0, y); }),
+              HasSubstr("CumSum: output 'y' partly overlaps input 'x'"));
+}
+
+TEST(ScanErrors, NegativeDimensionAndMissingData) {
+  const Shape negative = {2, -1};
+  const ConstTensorView x(DType::kFloat32, negative, nullptr);
+  Tensor y(DType::kFloat32, {2});
+  EXPECT_THAT(error_of([&] { cumsum(x, 0); }), HasSubstr("shape [2, -1] has a negative dimension"));
+  const Shape shape = {2};
+  const ConstTensorView no_data(DType::kFloat32, shape, nullptr);
+  EXPECT_THAT(error_of([&] { cumsum(no_data, 0, y.view()); }),
+              HasSubstr("CumSum: 'x' has 2 elements but no data"));
+}
+
+TEST(ScanErrors, AxisTensor) {
+  const Tensor f = Tensor::scalar<float>(0);
+  EXPECT_THAT(error_of([&] { scan_axis(OpKind::kCumSum, f); }),
+              HasSubstr("CumSum: input 'axis' must be int32 or int64, not float32"));
+  const std::vector<int64_t> two = {0, 1};
+  const Tensor pair = Tensor::from_values<int64_t>({2}, two);
+  EXPECT_THAT(error_of([&] { scan_axis(OpKind::kCumProd, pair); }),
+              HasSubstr("CumProd: input 'axis' must be a 0-D tensor (or a 1-element 1-D tensor), "
+                        "not shape [2]"));
+  const std::vector<int32_t> one = {-1};
+  EXPECT_EQ(scan_axis(OpKind::kCumSum, Tensor::from_values<int32_t>({1}, one)), -1);
+  EXPECT_EQ(scan_axis(OpKind::kCumSum, Tensor::scalar<int64_t>(3)), 3);
+}
+
+TEST(VersionErrors, OperatorsAndOpsets) {
+  EXPECT_EQ(op_version(OpKind::kCumSum, 11), 11);
+  EXPECT_EQ(op_version(OpKind::kCumSum, 13), 11);
+  EXPECT_EQ(op_version(OpKind::kCumSum, 14), 14);
+  EXPECT_EQ(op_version(OpKind::kCumProd, 26), 26);
+  EXPECT_EQ(op_version(OpKind::kSum, 5), 1);
+  EXPECT_EQ(op_version(OpKind::kSum, 7), 6);
+  EXPECT_EQ(op_version(OpKind::kSum, 12), 8);
+  EXPECT_EQ(op_version(OpKind::kSum, 26), 13);
+  EXPECT_THAT(error_of([] { op_version(OpKind::kCumProd, 25); }),
+              HasSubstr("CumProd does not exist at opset 25 (it was added in opset 26)"));
+  EXPECT_THAT(error_of([] { op_version(OpKind::kCumSum, 10); }),
+              HasSubstr("CumSum does not exist at opset 10 (it was added in opset 11)"));
+  EXPECT_THAT(error_of([] { op_version(OpKind::kSum, 27); }, ErrorCode::kUnsupported),
+              HasSubstr("Sum: opset 27 is newer than cumulus knows"));
+}
+
+TEST(VersionErrors, TypesPerVersion) {
+  EXPECT_THAT(error_of([] { check_dtype(OpKind::kCumSum, 11, DType::kFloat16); }),
+              HasSubstr("CumSum-11: type float16 is not supported (allowed: float32, float64, int32, "
+                        "int64, uint32, uint64)"));
+  EXPECT_THAT(error_of([] { check_dtype(OpKind::kSum, 8, DType::kBFloat16); }),
+              HasSubstr("Sum-8: type bfloat16 is not supported (allowed: float16, float32, float64)"));
+  EXPECT_THAT(error_of([] { check_dtype(OpKind::kSum, 13, DType::kInt32); }),
+              HasSubstr("Sum-13: type int32 is not supported"));
+  for (DType t : kAllDTypes) {
+    EXPECT_NO_THROW(check_dtype(OpKind::kCumSum, 14, t));
+    EXPECT_NO_THROW(check_dtype(OpKind::kCumProd, 26, t));
+  }
+  EXPECT_NO_THROW(check_dtype(OpKind::kSum, 13, DType::kBFloat16));
+  EXPECT_NO_THROW(check_dtype(OpKind::kSum, 1, DType::kFloat16));
+}
+
+TEST(SumErrors, Inputs) {
+  EXPECT_THAT(error_of([] { sum(std::span<const ConstTensorView>{}); }),
+              HasSubstr("Sum: needs at least one input"));
+  const Tensor a = iota_f32({2, 3});
+  const Tensor b(DType::kFloat64, {2, 3});
+  const Tensor c = iota_f32({4});
+  const Tensor ints(DType::kInt32, {2});
+  std::vector<ConstTensorView> mixed = {a, b};
+  EXPECT_THAT(error_of([&] { sum(mixed); }),
+              HasSubstr("Sum: input 'data_1' has type float64 but input 'data_0' has type float32"));
+  std::vector<ConstTensorView> clash = {a, c};
+  EXPECT_THAT(error_of([&] { sum(clash); }),
+              HasSubstr("Sum: input 'data_1' of shape [4] cannot be broadcast with shape [2, 3]"));
+  const Tensor row = iota_f32({3});
+  std::vector<ConstTensorView> broadcast = {a, row};
+  EXPECT_THAT(error_of([&] { sum(broadcast, SumOptions{.broadcast = false}); }),
+              HasSubstr("Sum: input 'data_1' has shape [3] but input 'data_0' has shape [2, 3]; "
+                        "Sum-1 and Sum-6 do not broadcast"));
+  std::vector<ConstTensorView> integers = {ints};
+  EXPECT_THAT(error_of([&] { sum(integers); }), HasSubstr("Sum-13: type int32 is not supported"));
+}
+
+TEST(SumErrors, Output) {
+  Tensor a = iota_f32({2, 3});
+  Tensor row = iota_f32({3});
+  std::vector<ConstTensorView> inputs = {a, row};
+  Tensor wrong_shape(DType::kFloat32, {3});
+  Tensor wrong_type(DType::kFloat64, {2, 3});
+  EXPECT_THAT(error_of([&] { sum(inputs, wrong_shape.view()); }),
+              HasSubstr("Sum: output 'sum' has shape [3] but the inputs broadcast to [2, 3]"));
+  EXPECT_THAT(error_of([&] { sum(inputs, wrong_type.view()); }),
+              HasSubstr("Sum: output 'sum' has type float64 but the inputs have type float32"));
+  Tensor small = iota_f32({1, 3});
+  std::vector<ConstTensorView> onto_broadcast = {small, small};
+  const Shape out = {1, 3};
+  EXPECT_NO_THROW(sum(onto_broadcast, TensorView{DType::kFloat32, out, small.raw()}));
+  std::vector<ConstTensorView> grow = {a, small};
+  EXPECT_THAT(error_of([&] { sum(grow, TensorView{DType::kFloat32, a.shape(), small.raw()}); }),
+              HasSubstr("Sum: output 'sum' shares its buffer with input 'data_1', which is broadcast"));
+}
+
+TEST(TensorErrors, Sizes) {
+  const Shape huge = {int64_t{1} << 40, int64_t{1} << 40};
+  EXPECT_THAT(error_of([&] { element_count(huge); }, ErrorCode::kLimit),
+              HasSubstr("has more elements than fit in 64 bits"));
+  const Shape big = {int64_t{1} << 59, 8};
+  EXPECT_THAT(error_of([&] { Tensor t(DType::kFloat64, big); }, ErrorCode::kLimit),
+              HasSubstr("needs more bytes than fit in 64 bits"));
+  const std::vector<float> three = {1, 2, 3};
+  EXPECT_THAT(error_of([&] { Tensor::from_values<float>({2}, three); }),
+              HasSubstr("tensor of 2 elements given 3 values"));
+}
+
+}  // namespace
+}  // namespace cumulus

@@ -1,0 +1,9 @@
+// cumulus CLI: run, test and perf.
+#pragma once
+
+namespace cumulus::cli {
+
+// Exit status: 0 success, 1 bad input or a failed test, 2 usage error.
+int main(int argc, char** argv);
+
+}  // namespace cumulus::cli

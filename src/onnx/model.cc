@@ -441,7 +441,11 @@ std::vector<Tensor> Model::Impl::run(
       fail(ErrorCode::kInvalidArgument, "input '{}' is declared {} but was given {}", name,
            onnx_type_name(it->onnx_type), dtype_name(view.dtype));
     }
-    element_count(view.shape);
+    try {
+      element_count(view.shape);
+    } catch (const Error& e) {
+      fail(e.code(), "input '{}': {}", name, e.what());
+    }
     bool matches = !it->has_shape || it->dims.size() == view.shape.size();
     for (std::size_t d = 0; matches && it->has_shape && d < view.shape.size(); ++d) {
       matches = !it->dims[d] || *it->dims[d] == view.shape[d];

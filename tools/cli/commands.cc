@@ -194,6 +194,12 @@ int run_command(const std::string& model_path, const std::vector<std::string>& i
     files.emplace_back(std::move(path), pb ? onnx::serialize_tensor_proto(outputs[i], name)
                                            : onnx::serialize_npy(outputs[i]));
   }
+  for (const auto& [path, bytes] : files) {
+    if (fs::is_directory(path)) {
+      detail::fail(ErrorCode::kIo, "cannot write '{}': a folder of that name is in the way",
+                   path.string());
+    }
+  }
   std::error_code ec;
   fs::create_directories(output_dir, ec);
   if (ec) {
@@ -352,6 +358,22 @@ int test_command(const std::vector<std::string>& dirs) {
   return failed == 0 ? 0 : kExitBadInput;
 }
 
+// JSON string contents: quotes, backslashes and control characters escaped.
+std::string json_escape(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 // ---- perf ---------------------------------------------------------------------------------------
 
 int perf_command(const std::string& model_path, const std::vector<std::string>& inputs, int iterations,
@@ -378,7 +400,7 @@ int perf_command(const std::string& model_path, const std::vector<std::string>& 
     std::cout << fmt::format(
         "{{\"model\": \"{}\", \"threads\": {}, \"iterations\": {}, \"warmup\": {}, \"min_ms\": {:.6f}, "
         "\"median_ms\": {:.6f}, \"max_ms\": {:.6f}, \"bytes\": {}, \"gb_per_s\": {:.4f}}}\n",
-        fs::path(model_path).filename().string(), num_threads(), iterations, warmup, ms.front(), median,
+        json_escape(fs::path(model_path).filename().string()), num_threads(), iterations, warmup, ms.front(), median,
         ms.back(), bytes, gbps);
   } else {
     std::cout << fmt::format("{}: {} iterations after {} warmup, {} thread{}\n", model_path, iterations,

@@ -1,0 +1,733 @@
+// Tensor files: ONNX TensorProto (.pb) and NumPy .npy, and the file I/O under them.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <system_error>
+#include <utility>
+
+#include "core/fail.h"
+#include "cumulus/onnx.h"
+#include "onnx/proto.h"
+
+namespace cumulus::onnx {
+namespace {
+
+using detail::fail;
+namespace fs = std::filesystem;
+
+// Both formats store values little endian; they are copied as they are.
+static_assert(std::endian::native == std::endian::little,
+              "tensor files are read and written on little-endian hosts only");
+
+std::span<const std::byte> as_bytes(std::string_view s) {
+  return std::as_bytes(std::span(s.data(), s.size()));
+}
+
+void copy_bytes(void* to, const void* from, std::size_t n) {
+  // memcpy with a null pointer is undefined even for n == 0, and empty views may have one.
+  if (n != 0) std::memcpy(to, from, n);
+}
+
+std::string supported_dtypes() {
+  std::string names;
+  for (DType dtype : kAllDTypes) {
+    if (!names.empty()) names += ", ";
+    names += dtype_name(dtype);
+  }
+  return names;
+}
+
+// Element count of a shape read from a file. `shape_text` shows the shape as the file writes it.
+int64_t checked_count(std::span<const int64_t> shape, std::string_view what,
+                      std::string_view shape_text) {
+  for (int64_t d : shape) {
+    if (d < 0) fail(ErrorCode::kParse, "{}: {} has a negative dimension", what, shape_text);
+  }
+  try {
+    return element_count(shape);
+  } catch (const Error& e) {
+    fail(e.code(), "{}: {}", what, e.what());
+  }
+}
+
+// Bytes of `count` elements of `dtype`; the product may not fit even when the count does.
+std::size_t checked_bytes(int64_t count, DType dtype, std::string_view what,
+                          std::string_view shape_text) {
+  const auto item = static_cast<int64_t>(dtype_size(dtype));
+  if (count > std::numeric_limits<int64_t>::max() / item) {
+    fail(ErrorCode::kLimit, "{}: {} of {} needs more bytes than fit in 64 bits", what, shape_text,
+         dtype_name(dtype));
+  }
+  return static_cast<std::size_t>(count * item);
+}
+
+// ---- TensorProto --------------------------------------------------------------------------------
+
+// How messages name a TensorProto: by its file when there is one, and by its name once known.
+std::string proto_what(std::string_view file_what, const std::string& name) {
+  std::string proto = name.empty() ? "TensorProto" : fmt::format("TensorProto '{}'", name);
+  if (file_what.empty()) return proto;
+  return name.empty() ? std::string(file_what) : fmt::format("{} ({})", file_what, proto);
+}
+
+// The typed field that holds values of `dtype` when raw_data is not used. float16 and bfloat16
+// keep their bit patterns in int32_data, uint32 widens into uint64_data.
+std::string_view typed_field(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return "float_data";
+    case DType::kFloat64:
+      return "double_data";
+    case DType::kFloat16:
+    case DType::kBFloat16:
+    case DType::kInt32:
+      return "int32_data";
+    case DType::kInt64:
+      return "int64_data";
+    case DType::kUInt32:
+    case DType::kUInt64:
+      break;
+  }
+  return "uint64_data";
+}
+
+struct FieldSize {
+  std::string_view name;
+  int size;
+};
+
+std::array<FieldSize, 6> typed_field_sizes(const ::onnx::TensorProto& proto) {
+  return {{{"float_data", proto.float_data_size()},
+           {"int32_data", proto.int32_data_size()},
+           {"string_data", proto.string_data_size()},
+           {"int64_data", proto.int64_data_size()},
+           {"double_data", proto.double_data_size()},
+           {"uint64_data", proto.uint64_data_size()}}};
+}
+
+std::string external_location(const ::onnx::TensorProto& proto) {
+  for (const auto& entry : proto.external_data()) {
+    if (entry.key() == "location") return fmt::format("location '{}'", entry.value());
+  }
+  return "data_location EXTERNAL";
+}
+
+template <class Half>
+void copy_half_bits(const google::protobuf::RepeatedField<int32_t>& values, std::string_view what,
+                    Half* out) {
+  for (int i = 0; i < values.size(); ++i) {
+    const int32_t v = values[i];
+    if (v < 0 || v > std::numeric_limits<uint16_t>::max()) {
+      fail(ErrorCode::kParse, "{}: int32_data[{}] = {} is not a {} bit pattern (0 to 65535)", what,
+           i, v, dtype_name(dtype_of<Half>));
+    }
+    out[i] = Half{static_cast<uint16_t>(v)};
+  }
+}
+
+// Copies the typed field of t's dtype, whose length has been checked, into t.
+void copy_typed_field(const ::onnx::TensorProto& proto, std::string_view what, Tensor& t) {
+  switch (t.dtype()) {
+    case DType::kFloat32:
+      std::copy(proto.float_data().begin(), proto.float_data().end(), t.data<float>());
+      return;
+    case DType::kFloat64:
+      std::copy(proto.double_data().begin(), proto.double_data().end(), t.data<double>());
+      return;
+    case DType::kFloat16:
+      copy_half_bits(proto.int32_data(), what, t.data<Float16>());
+      return;
+    case DType::kBFloat16:
+      copy_half_bits(proto.int32_data(), what, t.data<BFloat16>());
+      return;
+    case DType::kInt32:
+      std::copy(proto.int32_data().begin(), proto.int32_data().end(), t.data<int32_t>());
+      return;
+    case DType::kInt64:
+      std::copy(proto.int64_data().begin(), proto.int64_data().end(), t.data<int64_t>());
+      return;
+    case DType::kUInt32:
+      for (int i = 0; i < proto.uint64_data_size(); ++i) {
+        const uint64_t v = proto.uint64_data(i);
+        if (v > std::numeric_limits<uint32_t>::max()) {
+          fail(ErrorCode::kParse, "{}: uint64_data[{}] = {} does not fit in uint32", what, i, v);
+        }
+        t.data<uint32_t>()[i] = static_cast<uint32_t>(v);
+      }
+      return;
+    case DType::kUInt64:
+      break;
+  }
+  std::copy(proto.uint64_data().begin(), proto.uint64_data().end(), t.data<uint64_t>());
+}
+
+// `file_what` names the file the bytes came from, or is empty.
+Tensor parse_tensor_proto_from(std::span<const std::byte> bytes, std::string_view file_what,
+                               std::string* name) {
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    fail(ErrorCode::kLimit, "{}: {} bytes is more than protobuf can parse (2 GiB)",
+         proto_what(file_what, {}), bytes.size());
+  }
+  ::onnx::TensorProto proto;
+  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    fail(ErrorCode::kParse, "{}: {} bytes are not a valid protobuf TensorProto",
+         proto_what(file_what, {}), bytes.size());
+  }
+  Tensor t = tensor_from_proto(proto, proto_what(file_what, proto.name()));
+  if (name != nullptr) *name = proto.name();
+  return t;
+}
+
+// ---- .npy ---------------------------------------------------------------------------------------
+
+constexpr std::string_view kNpyMagic = "\x93NUMPY";
+// numpy.save pads the header so the data starts at a multiple of this.
+constexpr std::size_t kNpyAlign = 64;
+// numpy (1.24 and later) reserves room for the first dimension to grow to this many digits, so
+// a file can be appended to in place. Writing the same spaces keeps our files identical to numpy's.
+constexpr std::size_t kNpyGrowthAxisMaxDigits = 21;
+
+struct NpyType {
+  std::string_view code;  // descr without its byte-order character
+  DType dtype;
+};
+constexpr NpyType kNpyTypes[] = {
+    {"f4", DType::kFloat32}, {"f8", DType::kFloat64}, {"f2", DType::kFloat16},
+    {"i4", DType::kInt32},   {"i8", DType::kInt64},   {"u4", DType::kUInt32},
+    {"u8", DType::kUInt64},
+};
+
+// A shape as Python writes a tuple: "()", "(5,)", "(2, 3)".
+std::string py_tuple(std::span<const int64_t> shape) {
+  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
+  return fmt::format("({})", fmt::join(shape, ", "));
+}
+
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  Shape shape;
+};
+
+// The header is a Python dict literal. This reads the subset numpy writes and other writers
+// plausibly produce: the three keys in any order, either quote, any whitespace, trailing commas,
+// and Python 2's "L" suffix on integers.
+class NpyHeaderParser {
+ public:
+  NpyHeaderParser(std::string_view text, std::string_view what) : text_(text), what_(what) {}
+
+  NpyHeader parse() {
+    NpyHeader header;
+    bool seen_descr = false;
+    bool seen_fortran_order = false;
+    bool seen_shape = false;
+    expect('{');
+    while (!consume('}')) {
+      const std::string key = string_literal();
+      expect(':');
+      if (key == "descr") {
+        mark_seen(seen_descr, key);
+        skip_space();
+        if (peek() == '[') {
+          fail(ErrorCode::kUnsupported, "{}: structured dtypes are not supported (descr {:?})",
+               what_, excerpt(text_.substr(pos_)));
+        }
+        header.descr = string_literal();
+      } else if (key == "fortran_order") {
+        mark_seen(seen_fortran_order, key);
+        header.fortran_order = boolean();
+      } else if (key == "shape") {
+        mark_seen(seen_shape, key);
+        header.shape = tuple();
+      } else {
+        fail(ErrorCode::kParse, "{}: header has an unexpected key '{}'", what_, key);
+      }
+      if (!consume(',')) {
+        expect('}');
+        break;
+      }
+    }
+    skip_space();
+    if (pos_ != text_.size()) syntax_error("the end of the header");
+    for (auto [seen, key] :
+         {std::pair{seen_descr, "descr"}, std::pair{seen_fortran_order, "fortran_order"},
+          std::pair{seen_shape, "shape"}}) {
+      if (!seen) fail(ErrorCode::kParse, "{}: header has no '{}' entry", what_, key);
+    }
+    return header;
+  }
+
+ private:
+  static std::string_view excerpt(std::string_view s) { return s.substr(0, 160); }
+
+  [[noreturn]] void syntax_error(std::string_view expected) const {
+    fail(ErrorCode::kParse, "{}: cannot parse header {:?}: expected {} at offset {}", what_,
+         excerpt(text_), expected, pos_);
+  }
+
+  void mark_seen(bool& seen, std::string_view key) const {
+    if (seen) fail(ErrorCode::kParse, "{}: header has '{}' twice", what_, key);
+    seen = true;
+  }
+
+  char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+
+  void skip_space() {
+    while (pos_ < text_.size() &&
+           std::string_view(" \t\n\r\f\v").find(text_[pos_]) != std::string_view::npos) {
+      ++pos_;
+    }
+  }
+
+  bool consume(char c) {
+    skip_space();
+    if (peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+
+  void expect(char c) {
+    if (!consume(c)) syntax_error(fmt::format("'{}'", c));
+  }
+
+  std::string string_literal() {
+    skip_space();
+    const char quote = peek();
+    if (quote != '\'' && quote != '"') syntax_error("a quoted string");
+    const std::size_t begin = pos_ + 1;
+    const std::size_t end = text_.find(quote, begin);
+    if (end == std::string_view::npos) syntax_error("a closing quote");
+    const std::string_view value = text_.substr(begin, end - begin);
+    // The accepted descrs and keys need no escapes; reading them as literal text would misread.
+    if (value.find('\\') != std::string_view::npos) syntax_error("a string without escapes");
+    pos_ = end + 1;
+    return std::string(value);
+  }
+
+  bool boolean() {
+    skip_space();
+    for (bool value : {true, false}) {
+      const std::string_view word = value ? "True" : "False";
+      if (text_.substr(pos_, word.size()) == word) {
+        pos_ += word.size();
+        return value;
+      }
+    }
+    syntax_error("True or False");
+  }
+
+  Shape tuple() {
+    expect('(');
+    Shape shape;
+    bool comma = false;
+    while (!consume(')')) {
+      shape.push_back(integer());
+      comma = consume(',');
+      if (!comma) {
+        expect(')');
+        break;
+      }
+    }
+    // Python reads "(5)" as the integer 5; numpy would refuse it, so do not guess.
+    if (shape.size() == 1 && !comma) syntax_error("',' after the only dimension, as in (5,)");
+    return shape;
+  }
+
+  int64_t integer() {
+    skip_space();
+    const bool negative = peek() == '-';
+    if (negative) ++pos_;
+    const std::size_t begin = pos_;
+    uint64_t magnitude = 0;
+    bool too_large = false;
+    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+      const auto digit = static_cast<uint64_t>(text_[pos_] - '0');
+      too_large = too_large || magnitude > (std::numeric_limits<uint64_t>::max() - digit) / 10;
+      magnitude = magnitude * 10 + digit;
+      ++pos_;
+    }
+    if (pos_ == begin) syntax_error("an integer");
+    const std::string_view digits = text_.substr(begin, pos_ - begin);
+    if (peek() == 'L') ++pos_;
+    if (too_large || magnitude > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      fail(ErrorCode::kLimit, "{}: header shape entry {}{} does not fit in 64 bits", what_,
+           negative ? "-" : "", digits);
+    }
+    const auto value = static_cast<int64_t>(magnitude);
+    return negative ? -value : value;
+  }
+
+  std::string_view text_;
+  std::string_view what_;
+  std::size_t pos_ = 0;
+};
+
+DType npy_dtype(std::string_view descr, std::string_view what) {
+  for (const NpyType& type : kNpyTypes) {
+    if (descr.size() != 3 || descr.substr(1) != type.code) continue;
+    // '=' is native order and '|' "not applicable"; numpy reads both as native (little) here.
+    if (descr[0] == '<' || descr[0] == '=' || descr[0] == '|') return type.dtype;
+    if (descr[0] == '>') {
+      fail(ErrorCode::kUnsupported,
+           "{}: big-endian data (descr '{}') is not supported; save it little endian, e.g. "
+           "a.astype('<{}')",
+           what, descr, type.code);
+    }
+  }
+  fail(ErrorCode::kUnsupported,
+       "{}: descr '{}' is not supported (supported: '<f2', '<f4', '<f8', '<i4', '<i8', '<u4', "
+       "'<u8')",
+       what, descr);
+}
+
+std::string_view npy_descr(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return "<f4";
+    case DType::kFloat64:
+      return "<f8";
+    case DType::kFloat16:
+      return "<f2";
+    case DType::kBFloat16:
+      fail(ErrorCode::kUnsupported, "npy: bfloat16 has no .npy form; use .pb");
+    case DType::kInt32:
+      return "<i4";
+    case DType::kInt64:
+      return "<i8";
+    case DType::kUInt32:
+      return "<u4";
+    case DType::kUInt64:
+      break;
+  }
+  return "<u8";
+}
+
+template <class T>
+T read_le(std::span<const std::byte> bytes, std::size_t offset) {
+  T value;
+  std::memcpy(&value, bytes.data() + offset, sizeof(T));
+  return value;
+}
+
+Tensor parse_npy_from(std::span<const std::byte> bytes, std::string_view what) {
+  const std::size_t size = bytes.size();
+  if (size < kNpyMagic.size() ||
+      std::memcmp(bytes.data(), kNpyMagic.data(), kNpyMagic.size()) != 0) {
+    fail(ErrorCode::kParse, "{}: not a .npy file (it does not start with \"\\x93NUMPY\")", what);
+  }
+  if (size < 8) {
+    fail(ErrorCode::kParse, "{}: truncated: {} bytes end before the format version", what, size);
+  }
+  const auto major = static_cast<unsigned>(bytes[6]);
+  const auto minor = static_cast<unsigned>(bytes[7]);
+  if (minor != 0 || major < 1 || major > 3) {
+    fail(ErrorCode::kUnsupported,
+         "{}: format version {}.{} is not supported (known: 1.0, 2.0, 3.0)", what, major, minor);
+  }
+  // Version 1.0 has a 16-bit header length, 2.0 and 3.0 (UTF-8 header) a 32-bit one.
+  const std::size_t length_size = major == 1 ? 2 : 4;
+  const std::size_t header_begin = 8 + length_size;
+  if (size < header_begin) {
+    fail(ErrorCode::kParse, "{}: truncated: {} bytes end inside the header length", what, size);
+  }
+  const std::size_t header_length =
+      major == 1 ? read_le<uint16_t>(bytes, 8) : read_le<uint32_t>(bytes, 8);
+  if (header_length > size - header_begin) {
+    fail(ErrorCode::kParse,
+         "{}: truncated: the header of {} bytes runs past the end of the file "
+         "({} bytes)",
+         what, header_length, size);
+  }
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()) + header_begin,
+                              header_length);
+  const NpyHeader header = NpyHeaderParser(text, what).parse();
+
+  const DType dtype = npy_dtype(header.descr, what);
+  if (header.fortran_order) {
+    fail(ErrorCode::kUnsupported,
+         "{}: fortran_order True is not supported; save the array in C order, e.g. "
+         "np.ascontiguousarray(a)",
+         what);
+  }
+  const std::string shape_text = fmt::format("header shape {}", py_tuple(header.shape));
+  const int64_t count = checked_count(header.shape, what, shape_text);
+  const std::size_t nbytes = checked_bytes(count, dtype, what, shape_text);
+  const std::size_t data_begin = header_begin + header_length;
+  const std::size_t available = size - data_begin;
+  if (available < nbytes) {
+    fail(ErrorCode::kParse, "{}: truncated: {} of '{}' needs {} bytes of data, the file has {}",
+         what, shape_text, header.descr, nbytes, available);
+  }
+  if (available > nbytes) {
+    fail(ErrorCode::kParse, "{}: {} bytes follow the {} bytes of data that {} of '{}' needs", what,
+         available - nbytes, nbytes, shape_text, header.descr);
+  }
+  Tensor t(dtype, header.shape);
+  copy_bytes(t.raw(), bytes.data() + data_begin, nbytes);
+  return t;
+}
+
+// ---- Files --------------------------------------------------------------------------------------
+
+std::string errno_text(int error) { return std::generic_category().message(error); }
+
+// Closes a descriptor on every path out of a scope.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  // Closes now, so the caller can check the result (for writes, close can report lost data).
+  int close() { return ::close(std::exchange(fd_, -1)); }
+
+ private:
+  int fd_;
+};
+
+// A new file next to the target. Removed when destroyed unless renamed over the target.
+class TempFile {
+ public:
+  explicit TempFile(const fs::path& target) : target_(target) {
+    const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    static std::atomic<uint64_t> counter{0};
+    std::random_device random;
+    // O_EXCL never opens someone else's file; on the rare name clash, try another name.
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      path_ = folder / fmt::format(".{}.tmp{}.{}.{:08x}", target.filename().string(), ::getpid(),
+                                   counter.fetch_add(1), random());
+      // 0666 leaves the permissions to the umask, as for any newly created file.
+      const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd >= 0) {
+        fd_.emplace(fd);
+        return;
+      }
+      if (errno != EEXIST) break;
+    }
+    fail_io(fmt::format("cannot create a temporary file in '{}'", folder.string()), errno);
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() {
+    fd_.reset();
+    if (!renamed_) ::unlink(path_.c_str());
+  }
+
+  void write(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::write(fd_->get(), bytes.data(), bytes.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail_io("write failed", errno);
+      }
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+  }
+
+  // Makes the contents durable before the rename, so the target is never seen half written.
+  void commit() {
+    if (::fsync(fd_->get()) != 0) fail_io("fsync failed", errno);
+    if (fd_->close() != 0) fail_io("close failed", errno);
+    if (::rename(path_.c_str(), target_.c_str()) != 0) {
+      fail_io(fmt::format("cannot rename '{}' over it", path_.filename().string()), errno);
+    }
+    renamed_ = true;
+  }
+
+ private:
+  [[noreturn]] void fail_io(std::string_view step, int error) const {
+    fail(ErrorCode::kIo, "cannot write '{}': {}: {}", target_.string(), step, errno_text(error));
+  }
+
+  fs::path target_;
+  fs::path path_;
+  std::optional<Fd> fd_;
+  bool renamed_ = false;
+};
+
+}  // namespace
+
+Tensor tensor_from_proto(const ::onnx::TensorProto& proto, std::string_view what) {
+  if (proto.data_location() == ::onnx::TensorProto::EXTERNAL || proto.external_data_size() > 0) {
+    fail(ErrorCode::kUnsupported,
+         "{}: external data ({}) is not supported; store the values in the tensor itself", what,
+         external_location(proto));
+  }
+  if (proto.has_segment()) {
+    fail(ErrorCode::kUnsupported, "{}: segmented tensors (segment {} to {}) are not supported",
+         what, proto.segment().begin(), proto.segment().end());
+  }
+  const std::optional<DType> dtype = dtype_from_onnx(proto.data_type());
+  if (!dtype) {
+    fail(ErrorCode::kUnsupported, "{}: data type {} ({}) is not supported (supported: {})", what,
+         onnx_type_name(proto.data_type()), proto.data_type(), supported_dtypes());
+  }
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  const std::string shape_text = fmt::format("dims {}", shape_string(shape));
+  const int64_t count = checked_count(shape, what, shape_text);
+  const std::size_t nbytes = checked_bytes(count, *dtype, what, shape_text);
+
+  const std::string_view own_field = typed_field(*dtype);
+  int own_size = 0;
+  for (const FieldSize& field : typed_field_sizes(proto)) {
+    if (field.name == own_field) own_size = field.size;
+    if (field.size == 0) continue;
+    if (proto.has_raw_data()) {
+      fail(ErrorCode::kParse, "{}: has both raw_data and {} ({} values)", what, field.name,
+           field.size);
+    }
+    if (field.name != own_field) {
+      fail(ErrorCode::kParse, "{}: {} holds {} values, but {} values belong in {} or raw_data",
+           what, field.name, field.size, dtype_name(*dtype), own_field);
+    }
+  }
+
+  if (proto.has_raw_data()) {
+    const std::string& raw = proto.raw_data();
+    if (raw.size() != nbytes) {
+      fail(ErrorCode::kParse, "{}: raw_data has {} bytes, but {} of {} needs {}", what, raw.size(),
+           shape_text, dtype_name(*dtype), nbytes);
+    }
+    Tensor t(*dtype, std::move(shape));
+    copy_bytes(t.raw(), raw.data(), nbytes);
+    return t;
+  }
+  if (own_size != count) {
+    fail(ErrorCode::kParse, "{}: {} has {} values, but {} of {} needs {}", what, own_field,
+         own_size, shape_text, dtype_name(*dtype), count);
+  }
+  Tensor t(*dtype, std::move(shape));
+  copy_typed_field(proto, what, t);
+  return t;
+}
+
+Tensor parse_tensor_proto(std::span<const std::byte> bytes, std::string* name) {
+  return parse_tensor_proto_from(bytes, {}, name);
+}
+
+std::string serialize_tensor_proto(ConstTensorView tensor, std::string_view name) {
+  const std::string what = proto_what({}, std::string(name));
+  const std::string shape_text = fmt::format("dims {}", shape_string(tensor.shape));
+  const std::size_t nbytes =
+      checked_bytes(element_count(tensor.shape), tensor.dtype, what, shape_text);
+  ::onnx::TensorProto proto;
+  proto.set_name(std::string(name));
+  proto.set_data_type(onnx_from_dtype(tensor.dtype));
+  for (int64_t d : tensor.shape) proto.add_dims(d);
+  std::string* raw = proto.mutable_raw_data();
+  raw->resize(nbytes);
+  copy_bytes(raw->data(), tensor.data, nbytes);
+  std::string bytes;
+  if (!proto.SerializeToString(&bytes)) {
+    fail(ErrorCode::kLimit, "{}: {} bytes of data is more than protobuf can hold (2 GiB)", what,
+         nbytes);
+  }
+  return bytes;
+}
+
+Tensor parse_npy(std::span<const std::byte> bytes) { return parse_npy_from(bytes, "npy"); }
+
+std::string serialize_npy(ConstTensorView tensor) {
+  const std::string_view descr = npy_descr(tensor.dtype);
+  const std::string shape_text = fmt::format("shape {}", py_tuple(tensor.shape));
+  const std::size_t nbytes =
+      checked_bytes(element_count(tensor.shape), tensor.dtype, "npy", shape_text);
+
+  // Exactly what numpy.save writes: keys sorted, repr() values, then the padding below.
+  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr,
+                                 py_tuple(tensor.shape));
+  if (!tensor.shape.empty()) {
+    dict.append(kNpyGrowthAxisMaxDigits - fmt::formatted_size("{}", tensor.shape[0]), ' ');
+  }
+  // Spaces and a final newline bring the data to a multiple of kNpyAlign; like numpy, a header
+  // that is already aligned gets a full kNpyAlign of padding. Version 2.0 only when 1.0's 16-bit
+  // length cannot hold the header.
+  const std::size_t unpadded = dict.size() + 1;
+  std::size_t prefix = 10;
+  std::size_t padding = kNpyAlign - (prefix + unpadded) % kNpyAlign;
+  const bool version2 = unpadded + padding > std::numeric_limits<uint16_t>::max();
+  if (version2) {
+    prefix = 12;
+    padding = kNpyAlign - (prefix + unpadded) % kNpyAlign;
+  }
+  const std::size_t header_length = unpadded + padding;
+  if (header_length > std::numeric_limits<uint32_t>::max()) {
+    fail(ErrorCode::kLimit, "npy: a header of {} bytes does not fit in the .npy format",
+         header_length);
+  }
+
+  std::string bytes;
+  bytes.reserve(prefix + header_length + nbytes);
+  bytes += kNpyMagic;
+  bytes += static_cast<char>(version2 ? 2 : 1);
+  bytes += '\0';
+  const auto length = static_cast<uint32_t>(header_length);
+  bytes.append(reinterpret_cast<const char*>(&length), version2 ? 4 : 2);
+  bytes += dict;
+  bytes.append(padding, ' ');
+  bytes += '\n';
+  bytes.resize(bytes.size() + nbytes);
+  copy_bytes(bytes.data() + prefix + header_length, tensor.data, nbytes);
+  return bytes;
+}
+
+Tensor read_tensor_file(const fs::path& path, std::string* name) {
+  const std::string what = fmt::format("tensor file '{}'", path.string());
+  const std::string extension = path.extension().string();
+  if (extension == ".npy") {
+    Tensor t = parse_npy_from(as_bytes(read_file(path)), what);
+    if (name != nullptr) name->clear();
+    return t;
+  }
+  if (extension == ".pb") return parse_tensor_proto_from(as_bytes(read_file(path)), what, name);
+  fail(ErrorCode::kInvalidArgument,
+       "{}: cannot tell the format from {} (accepted: .npy for NumPy, .pb for ONNX TensorProto)",
+       what, extension.empty() ? "a name without extension" : fmt::format("'{}'", extension));
+}
+
+std::string read_file(const fs::path& path) {
+  const auto fail_read = [&path](int error) {
+    fail(ErrorCode::kIo, "cannot read '{}': {}", path.string(), errno_text(error));
+  };
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) fail_read(errno);
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) fail_read(errno);
+  // One byte more than a regular file's size, so the end shows without growing the buffer; other
+  // files (pipes, /proc) report no useful size.
+  std::string bytes(S_ISREG(info.st_mode) ? static_cast<std::size_t>(info.st_size) + 1 : 65536,
+                    '\0');
+  std::size_t used = 0;
+  for (;;) {
+    if (used == bytes.size()) bytes.resize(2 * bytes.size());
+    const ssize_t n = ::read(fd.get(), bytes.data() + used, bytes.size() - used);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_read(errno);
+    }
+    if (n == 0) break;
+    used += static_cast<std::size_t>(n);
+  }
+  bytes.resize(used);
+  return bytes;
+}
+
+void write_file_atomic(const fs::path& path, std::string_view bytes) {
+  TempFile temp(path);
+  temp.write(bytes);
+  temp.commit();
+}
+
+}  // namespace cumulus::onnx

@@ -36,9 +36,10 @@ Tensor iota_f32(Shape shape) {
 
 TEST(ScanErrors, AxisOutOfRange) {
   const Tensor x = iota_f32({2, 3});
-  EXPECT_THAT(error_of([&] { cumsum(x, 2); }),
-              AllOf(HasSubstr("CumSum: axis 2 is out of range for input 'x' of rank 2 (shape [2, 3])"),
-                    HasSubstr("valid: [-2, 1]")));
+  EXPECT_THAT(
+      error_of([&] { cumsum(x, 2); }),
+      AllOf(HasSubstr("CumSum: axis 2 is out of range for input 'x' of rank 2 (shape [2, 3])"),
+            HasSubstr("valid: [-2, 1]")));
   EXPECT_THAT(error_of([&] { cumprod(x, -3); }), HasSubstr("CumProd: axis -3 is out of range"));
 }
 
@@ -110,11 +111,13 @@ TEST(VersionErrors, OperatorsAndOpsets) {
 }
 
 TEST(VersionErrors, TypesPerVersion) {
-  EXPECT_THAT(error_of([] { check_dtype(OpKind::kCumSum, 11, DType::kFloat16); }),
-              HasSubstr("CumSum-11: type float16 is not supported (allowed: float32, float64, int32, "
-                        "int64, uint32, uint64)"));
-  EXPECT_THAT(error_of([] { check_dtype(OpKind::kSum, 8, DType::kBFloat16); }),
-              HasSubstr("Sum-8: type bfloat16 is not supported (allowed: float16, float32, float64)"));
+  EXPECT_THAT(
+      error_of([] { check_dtype(OpKind::kCumSum, 11, DType::kFloat16); }),
+      HasSubstr("CumSum-11: type float16 is not supported (allowed: float32, float64, int32, "
+                "int64, uint32, uint64)"));
+  EXPECT_THAT(
+      error_of([] { check_dtype(OpKind::kSum, 8, DType::kBFloat16); }),
+      HasSubstr("Sum-8: type bfloat16 is not supported (allowed: float16, float32, float64)"));
   EXPECT_THAT(error_of([] { check_dtype(OpKind::kSum, 13, DType::kInt32); }),
               HasSubstr("Sum-13: type int32 is not supported"));
   for (DType t : kAllDTypes) {
@@ -133,8 +136,9 @@ TEST(SumErrors, Inputs) {
   const Tensor c = iota_f32({4});
   const Tensor ints(DType::kInt32, {2});
   std::vector<ConstTensorView> mixed = {a, b};
-  EXPECT_THAT(error_of([&] { sum(mixed); }),
-              HasSubstr("Sum: input 'data_1' has type float64 but input 'data_0' has type float32"));
+  EXPECT_THAT(
+      error_of([&] { sum(mixed); }),
+      HasSubstr("Sum: input 'data_1' has type float64 but input 'data_0' has type float32"));
   std::vector<ConstTensorView> clash = {a, c};
   EXPECT_THAT(error_of([&] { sum(clash); }),
               HasSubstr("Sum: input 'data_1' of shape [4] cannot be broadcast with shape [2, 3]"));
@@ -162,8 +166,11 @@ TEST(SumErrors, Output) {
   const Shape out = {1, 3};
   EXPECT_NO_THROW(sum(onto_broadcast, TensorView{DType::kFloat32, out, small.raw()}));
   std::vector<ConstTensorView> grow = {a, small};
-  EXPECT_THAT(error_of([&] { sum(grow, TensorView{DType::kFloat32, a.shape(), small.raw()}); }),
-              HasSubstr("Sum: output 'sum' shares its buffer with input 'data_1', which is broadcast"));
+  EXPECT_THAT(
+      error_of([&] {
+        sum(grow, TensorView{DType::kFloat32, a.shape(), small.raw()});
+      }),
+      HasSubstr("Sum: output 'sum' shares its buffer with input 'data_1', which is broadcast"));
 }
 
 TEST(TensorErrors, Sizes) {

@@ -52,7 +52,8 @@ void expect_matches(const Tensor& got, const PageTensor& want, int64_t max_ulps)
     for (int64_t i = 0; i < got.size(); ++i) {
       if constexpr (std::is_same_v<T, float>) {
         EXPECT_LE(ulps(got.data<T>()[i], expected.data<T>()[i]), max_ulps)
-            << want.name << "[" << i << "]: " << got.data<T>()[i] << " vs " << expected.data<T>()[i];
+            << want.name << "[" << i << "]: " << got.data<T>()[i] << " vs "
+            << expected.data<T>()[i];
       } else if constexpr (std::is_arithmetic_v<T>) {
         EXPECT_EQ(got.data<T>()[i], expected.data<T>()[i]) << want.name << "[" << i << "]";
       }
@@ -75,7 +76,9 @@ void run_scan_examples(const std::string& page, const std::string& op, std::size
     ASSERT_EQ(ex.outputs.size(), 1u);
     const Tensor x = to_tensor(ex.inputs[0]);
     const Tensor axis = to_tensor(ex.inputs[1]);
-    const auto get = [&](const char* k) { return ex.attributes.contains(k) && ex.attributes.at(k) != 0; };
+    const auto get = [&](const char* k) {
+      return ex.attributes.contains(k) && ex.attributes.at(k) != 0;
+    };
     const ScanOptions options{.exclusive = get("exclusive"), .reverse = get("reverse")};
     const OpKind kind = op == "CumSum" ? OpKind::kCumSum : OpKind::kCumProd;
     const int64_t a = scan_axis(kind, axis);
@@ -120,8 +123,10 @@ TEST(SeedPages, OpeningExamples) {
     const ScanOptions options{.exclusive = c.exclusive, .reverse = c.reverse};
     const Tensor s = cumsum(x, 0, options);
     const Tensor p = cumprod(x, 0, options);
-    EXPECT_EQ(std::vector<int32_t>(s.values<int32_t>().begin(), s.values<int32_t>().end()), c.cumsum);
-    EXPECT_EQ(std::vector<int32_t>(p.values<int32_t>().begin(), p.values<int32_t>().end()), c.cumprod);
+    EXPECT_EQ(std::vector<int32_t>(s.values<int32_t>().begin(), s.values<int32_t>().end()),
+              c.cumsum);
+    EXPECT_EQ(std::vector<int32_t>(p.values<int32_t>().begin(), p.values<int32_t>().end()),
+              c.cumprod);
   }
 }
 

@@ -54,20 +54,22 @@ void fill_tensor(::onnx::TensorProto* t, const std::string& name, const Tensor& 
 }
 
 // The four attribute combinations of a scan on one input, as the pages' opening example shows.
-void add_scan_nodes(::onnx::GraphProto* graph, const std::string& op, DType dtype, const Dim& length) {
+void add_scan_nodes(::onnx::GraphProto* graph, const std::string& op, DType dtype,
+                    const Dim& length) {
   struct Variant {
     const char* suffix;
     int exclusive, reverse;
   };
-  for (const Variant& v : {Variant{"", 0, 0}, Variant{"_exclusive", 1, 0}, Variant{"_reverse", 0, 1},
-                           Variant{"_reverse_exclusive", 1, 1}}) {
+  for (const Variant& v : {Variant{"", 0, 0}, Variant{"_exclusive", 1, 0},
+                           Variant{"_reverse", 0, 1}, Variant{"_reverse_exclusive", 1, 1}}) {
     auto* node = graph->add_node();
     node->set_op_type(op);
     node->set_name(op + v.suffix);
     node->add_input("x");
     node->add_input("axis");
     node->add_output(std::string("y") + v.suffix);
-    for (auto [name, value] : {std::pair{"exclusive", v.exclusive}, std::pair{"reverse", v.reverse}}) {
+    for (auto [name, value] :
+         {std::pair{"exclusive", v.exclusive}, std::pair{"reverse", v.reverse}}) {
       if (value == 0) continue;
       auto* a = node->add_attribute();
       a->set_name(name);
@@ -85,7 +87,8 @@ void write(const fs::path& path, const std::string& bytes) {
 
 void write_model(const fs::path& path, const ::onnx::ModelProto& model) {
   std::string bytes;
-  if (!model.SerializeToString(&bytes)) throw std::runtime_error("cannot serialise " + path.string());
+  if (!model.SerializeToString(&bytes))
+    throw std::runtime_error("cannot serialise " + path.string());
   write(path, bytes);
 }
 

@@ -45,11 +45,11 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
 
 struct ValueInfo {
   std::string name;
-  int32_t onnx_type = 0;             // 0 when the model does not declare it
-  std::optional<DType> dtype;        // set when cumulus can run the type
-  bool has_shape = false;            // false: any rank
+  int32_t onnx_type = 0;                     // 0 when the model does not declare it
+  std::optional<DType> dtype;                // set when cumulus can run the type
+  bool has_shape = false;                    // false: any rank
   std::vector<std::optional<int64_t>> dims;  // nullopt: symbolic or unknown dimension
-  bool has_default = false;          // an initializer gives it a value when it is not fed
+  bool has_default = false;                  // an initializer gives it a value when it is not fed
 };
 
 class Model {
@@ -60,7 +60,7 @@ class Model {
   static Model parse(std::span<const std::byte> bytes, std::string_view what = "model");
 
   int64_t ir_version() const noexcept;
-  int64_t opset() const noexcept;  // of the default domain
+  int64_t opset() const noexcept;                          // of the default domain
   const std::vector<ValueInfo>& inputs() const noexcept;   // graph inputs, in order
   const std::vector<ValueInfo>& outputs() const noexcept;  // graph outputs, in order
 

@@ -34,7 +34,8 @@ struct ConstTensorView {
   std::span<const int64_t> shape;
   const void* data;
 
-  ConstTensorView(DType t, std::span<const int64_t> s, const void* d) : dtype(t), shape(s), data(d) {}
+  ConstTensorView(DType t, std::span<const int64_t> s, const void* d)
+      : dtype(t), shape(s), data(d) {}
   ConstTensorView(TensorView v) : dtype(v.dtype), shape(v.shape), data(v.data) {}  // NOLINT
 };
 
@@ -69,7 +70,9 @@ class Tensor {
   const Shape& shape() const noexcept { return shape_; }
   int64_t rank() const noexcept { return static_cast<int64_t>(shape_.size()); }
   int64_t size() const noexcept { return size_; }
-  std::size_t nbytes() const noexcept { return static_cast<std::size_t>(size_) * dtype_size(dtype_); }
+  std::size_t nbytes() const noexcept {
+    return static_cast<std::size_t>(size_) * dtype_size(dtype_);
+  }
 
   void* raw() noexcept { return data_.get(); }
   const void* raw() const noexcept { return data_.get(); }

@@ -44,9 +44,8 @@ class Pool {
     std::unique_lock lock(mutex_);
     // Every worker must have taken this job and left it, so none still holds it when the next
     // job resets the counters.
-    finished_.wait(lock, [&] {
-      return done_.load() == chunks && joined_ == workers_.size() && busy_ == 0;
-    });
+    finished_.wait(
+        lock, [&] { return done_.load() == chunks && joined_ == workers_.size() && busy_ == 0; });
   }
 
  private:

@@ -16,7 +16,9 @@ constexpr std::size_t kAlignment = 64;
 int64_t element_count(std::span<const int64_t> shape) {
   int64_t count = 1;
   for (int64_t d : shape) {
-    if (d < 0) detail::fail(ErrorCode::kInvalidArgument, "shape {} has a negative dimension", shape_string(shape));
+    if (d < 0)
+      detail::fail(ErrorCode::kInvalidArgument, "shape {} has a negative dimension",
+                   shape_string(shape));
   }
   for (int64_t d : shape) {
     if (d == 0) return 0;

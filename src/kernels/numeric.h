@@ -29,7 +29,7 @@ struct Numeric<BFloat16> {
   static BFloat16 narrow(Wide v) noexcept { return to_bfloat16(v); }
 };
 template <class T>
-  requires std::is_integral_v<T>
+requires std::is_integral_v<T>
 struct Numeric<T> {
   using Wide = std::make_unsigned_t<T>;
   static Wide widen(T v) noexcept { return static_cast<Wide>(v); }

@@ -16,10 +16,20 @@ void scan_slab(const T* x, T* y, std::size_t length, std::size_t inner, std::siz
   using N = Numeric<T>;
   using W = typename N::Wide;
   W acc[kTile];
+  const std::size_t first = kReverse ? length - 1 : 0;
   for (std::size_t c0 = col_begin; c0 < col_end; c0 += kTile) {
     const std::size_t width = std::min(kTile, col_end - c0);
-    std::fill_n(acc, width, Op::template identity<W>());
-    for (std::size_t step = 0; step < length; ++step) {
+    // The first element starts the accumulator rather than being added to an identity, so an
+    // inclusive scan copies it as is (-0.0 stays -0.0); an exclusive scan writes the identity.
+    {
+      const T* xr = x + first * inner + c0;
+      T* yr = y + first * inner + c0;
+      for (std::size_t j = 0; j < width; ++j) {
+        acc[j] = N::widen(xr[j]);
+        yr[j] = kExclusive ? N::narrow(Op::template identity<W>()) : N::narrow(acc[j]);
+      }
+    }
+    for (std::size_t step = 1; step < length; ++step) {
       const std::size_t i = kReverse ? length - 1 - step : step;
       const T* xr = x + i * inner + c0;
       T* yr = y + i * inner + c0;

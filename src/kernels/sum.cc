@@ -24,7 +24,8 @@ void sum_row(const SumRow& r) noexcept {
         for (std::size_t j = 0; j < width; ++j) acc[j] = k == 0 ? v : acc[j] + v;
       } else {
         in += c0;
-        for (std::size_t j = 0; j < width; ++j) acc[j] = k == 0 ? N::widen(in[j]) : acc[j] + N::widen(in[j]);
+        for (std::size_t j = 0; j < width; ++j)
+          acc[j] = k == 0 ? N::widen(in[j]) : acc[j] + N::widen(in[j]);
       }
     }
     for (std::size_t j = 0; j < width; ++j) y[c0 + j] = N::narrow(acc[j]);

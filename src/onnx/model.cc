@@ -44,17 +44,20 @@ std::string dims_string(const ValueInfo& info) {
   return fmt::format("[{}]", fmt::join(parts, ", "));
 }
 
-int64_t int_attribute(const ::onnx::AttributeProto& a, std::string_view op, const std::string& node) {
+int64_t int_attribute(const ::onnx::AttributeProto& a, std::string_view op,
+                      const std::string& node) {
   if (a.type() != ::onnx::AttributeProto::INT) {
-    fail(ErrorCode::kInvalidArgument, "{}: attribute '{}' must be an int (node {})", op, a.name(), node);
+    fail(ErrorCode::kInvalidArgument, "{}: attribute '{}' must be an int (node {})", op, a.name(),
+         node);
   }
   return a.i();
 }
 
 Tensor constant_value(const ::onnx::NodeProto& node, const std::string& label) {
   if (node.attribute_size() != 1) {
-    fail(ErrorCode::kInvalidArgument, "Constant: node {} must have exactly one value attribute, has {}",
-         label, node.attribute_size());
+    fail(ErrorCode::kInvalidArgument,
+         "Constant: node {} must have exactly one value attribute, has {}", label,
+         node.attribute_size());
   }
   const auto& a = node.attribute(0);
   const std::string what = fmt::format("Constant node {}", label);
@@ -87,10 +90,10 @@ struct Model::Impl {
   int64_t ir_version = 0;
   int64_t opset = 0;
   std::vector<ValueInfo> inputs, outputs;
-  std::vector<std::string> names;                // value id -> tensor name
+  std::vector<std::string> names;                  // value id -> tensor name
   std::vector<std::shared_ptr<Tensor>> constants;  // value id -> initializer / Constant output
   std::vector<int> input_ids, output_ids;
-  std::vector<Step> steps;  // in an order where every input is ready
+  std::vector<Step> steps;            // in an order where every input is ready
   std::vector<std::size_t> last_use;  // value id -> last step reading it; SIZE_MAX: a graph output
 
   void load(const ::onnx::ModelProto& model, std::string_view what);
@@ -100,21 +103,24 @@ struct Model::Impl {
 void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
   ir_version = model.ir_version();
   if (ir_version < kMinIrVersion || ir_version > kMaxIrVersion) {
-    fail(ErrorCode::kUnsupported, "{}: IR version {} is not supported (cumulus reads {} to {})", what,
-         ir_version, kMinIrVersion, kMaxIrVersion);
+    fail(ErrorCode::kUnsupported, "{}: IR version {} is not supported (cumulus reads {} to {})",
+         what, ir_version, kMinIrVersion, kMaxIrVersion);
   }
   bool found = false;
   for (const auto& op : model.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") {
-      if (found) fail(ErrorCode::kInvalidArgument, "{}: the default domain is imported twice", what);
+      if (found)
+        fail(ErrorCode::kInvalidArgument, "{}: the default domain is imported twice", what);
       found = true;
       opset = op.version();
     }
   }
-  if (!found) fail(ErrorCode::kInvalidArgument, "{}: imports no opset of the default ONNX domain", what);
+  if (!found)
+    fail(ErrorCode::kInvalidArgument, "{}: imports no opset of the default ONNX domain", what);
   if (opset < 1 || opset > kMaxOpset) {
-    fail(ErrorCode::kUnsupported, "{}: opset {} is not supported (cumulus implements opsets 1 to {})",
-         what, opset, kMaxOpset);
+    fail(ErrorCode::kUnsupported,
+         "{}: opset {} is not supported (cumulus implements opsets 1 to {})", what, opset,
+         kMaxOpset);
   }
   const auto& graph = model.graph();
 
@@ -124,10 +130,11 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
   std::vector<std::string> defined_by;
   std::vector<int32_t> types;
   auto define = [&](const std::string& name, std::string how, int32_t type) {
-    if (name.empty()) fail(ErrorCode::kInvalidArgument, "{}: {} has an empty tensor name", what, how);
+    if (name.empty())
+      fail(ErrorCode::kInvalidArgument, "{}: {} has an empty tensor name", what, how);
     if (auto it = ids.find(name); it != ids.end()) {
-      fail(ErrorCode::kInvalidArgument, "{}: tensor name '{}' is defined twice: by {} and by {}", what,
-           name, defined_by[it->second], how);
+      fail(ErrorCode::kInvalidArgument, "{}: tensor name '{}' is defined twice: by {} and by {}",
+           what, name, defined_by[it->second], how);
     }
     ids.emplace(name, static_cast<int>(names.size()));
     names.push_back(name);
@@ -151,8 +158,8 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
     info.name = v.name();
     if (v.has_type()) {
       if (!v.type().has_tensor_type()) {
-        fail(ErrorCode::kUnsupported, "{}: graph {} '{}' is not a tensor; cumulus runs tensors only",
-             what, role, v.name());
+        fail(ErrorCode::kUnsupported,
+             "{}: graph {} '{}' is not a tensor; cumulus runs tensors only", what, role, v.name());
       }
       const auto& tt = v.type().tensor_type();
       info.onnx_type = tt.elem_type();
@@ -162,8 +169,9 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
         for (const auto& d : tt.shape().dim()) {
           if (d.has_dim_value()) {
             if (d.dim_value() < 0) {
-              fail(ErrorCode::kInvalidArgument, "{}: graph {} '{}' declares a negative dimension {}",
-                   what, role, v.name(), d.dim_value());
+              fail(ErrorCode::kInvalidArgument,
+                   "{}: graph {} '{}' declares a negative dimension {}", what, role, v.name(),
+                   d.dim_value());
             }
             info.dims.emplace_back(d.dim_value());
           } else {
@@ -181,8 +189,9 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
     info.has_default = init != initializers.end();
     const int32_t type = info.has_default ? init->second->data_type() : info.onnx_type;
     if (info.has_default && info.onnx_type != 0 && type != info.onnx_type) {
-      fail(ErrorCode::kInvalidArgument, "{}: graph input '{}' is declared {} but its initializer is {}",
-           what, in.name(), onnx_type_name(info.onnx_type), onnx_type_name(type));
+      fail(ErrorCode::kInvalidArgument,
+           "{}: graph input '{}' is declared {} but its initializer is {}", what, in.name(),
+           onnx_type_name(info.onnx_type), onnx_type_name(type));
     }
     input_ids.push_back(define(in.name(), fmt::format("graph input '{}'", in.name()), type));
     inputs.push_back(std::move(info));
@@ -194,7 +203,8 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
       pending_constants[it->second] = &init;
       continue;
     }
-    const int id = define(init.name(), fmt::format("initializer '{}'", init.name()), init.data_type());
+    const int id =
+        define(init.name(), fmt::format("initializer '{}'", init.name()), init.data_type());
     pending_constants.push_back(&init);
     (void)id;
   }
@@ -219,11 +229,10 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
            what, node.op_type(), label);
     }
     if (node.output_size() != 1) {
-      fail(ErrorCode::kInvalidArgument, "{}: node {} must have exactly one output, has {}", what, label,
-           node.output_size());
+      fail(ErrorCode::kInvalidArgument, "{}: node {} must have exactly one output, has {}", what,
+           label, node.output_size());
     }
-    node_output[n] =
-        define(node.output(0), fmt::format("node {}", label), 0);
+    node_output[n] = define(node.output(0), fmt::format("node {}", label), 0);
   }
   pending_constants.resize(names.size(), nullptr);
   constants.resize(names.size());
@@ -233,8 +242,8 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
       const auto it = ids.find(in);
       if (it == ids.end()) {
         fail(ErrorCode::kInvalidArgument,
-             "{}: node {} reads tensor '{}', which no graph input, initializer or node defines", what,
-             node_label(node, n), in);
+             "{}: node {} reads tensor '{}', which no graph input, initializer or node defines",
+             what, node_label(node, n), in);
       }
       node_inputs[n].push_back(it->second);
     }
@@ -282,7 +291,8 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
     const int out = node_output[n];
     const std::string& type = node.op_type();
     if (type == "Constant") {
-      if (!ins.empty()) fail(ErrorCode::kInvalidArgument, "Constant: node {} takes no inputs", label);
+      if (!ins.empty())
+        fail(ErrorCode::kInvalidArgument, "Constant: node {} takes no inputs", label);
       auto value = std::make_shared<Tensor>(constant_value(node, label));
       types[out] = onnx_from_dtype(value->dtype());
       constants[out] = std::move(value);
@@ -295,7 +305,8 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
     if (type == "Identity") {
       step.kind = StepKind::kIdentity;
       if (ins.size() != 1) {
-        fail(ErrorCode::kInvalidArgument, "Identity: node {} needs 1 input, has {}", label, ins.size());
+        fail(ErrorCode::kInvalidArgument, "Identity: node {} needs 1 input, has {}", label,
+             ins.size());
       }
       if (node.attribute_size() > 0) {
         fail(ErrorCode::kInvalidArgument, "Identity: unknown attribute '{}' (node {})",
@@ -303,8 +314,12 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
       }
       formals = {"input"};
     } else {
-      const OpKind op = type == "CumSum" ? OpKind::kCumSum : type == "CumProd" ? OpKind::kCumProd : OpKind::kSum;
-      step.kind = op == OpKind::kCumSum ? StepKind::kCumSum : op == OpKind::kCumProd ? StepKind::kCumProd : StepKind::kSum;
+      const OpKind op = type == "CumSum"    ? OpKind::kCumSum
+                        : type == "CumProd" ? OpKind::kCumProd
+                                            : OpKind::kSum;
+      step.kind = op == OpKind::kCumSum    ? StepKind::kCumSum
+                  : op == OpKind::kCumProd ? StepKind::kCumProd
+                                           : StepKind::kSum;
       try {
         step.version = op_version(op, opset);
       } catch (const Error& e) {
@@ -321,11 +336,12 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
         for (DType a : allowed) list.push_back(dtype_name(a));
         fail(ErrorCode::kInvalidArgument,
              "{}: type {} is not supported (allowed: {}); input '{}' is tensor '{}' in node {}",
-             versioned, onnx_type_name(t), fmt::join(list, ", "), formal, names[ins[k]],
-             label);
+             versioned, onnx_type_name(t), fmt::join(list, ", "), formal, names[ins[k]], label);
       };
       if (op == OpKind::kSum) {
-        if (ins.empty()) fail(ErrorCode::kInvalidArgument, "{}: node {} needs at least one input", versioned, label);
+        if (ins.empty())
+          fail(ErrorCode::kInvalidArgument, "{}: node {} needs at least one input", versioned,
+               label);
         for (std::size_t k = 0; k < ins.size(); ++k) {
           formals.push_back(fmt::format("data_{}", k));
           check_type(k, formals.back());
@@ -333,19 +349,20 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
             fail(ErrorCode::kInvalidArgument,
                  "{}: input 'data_{}' has type {} but input 'data_0' has type {}; all inputs must "
                  "have one type (node {})",
-                 versioned, k, onnx_type_name(type_of(ins[k])), onnx_type_name(type_of(ins[0])), label);
+                 versioned, k, onnx_type_name(type_of(ins[k])), onnx_type_name(type_of(ins[0])),
+                 label);
           }
         }
         for (const auto& a : node.attribute()) {
           if (a.name() == "consumed_inputs" && step.version == 1) continue;  // legacy, ignored
-          fail(ErrorCode::kInvalidArgument, "{}: unknown attribute '{}' (node {})", versioned, a.name(),
-               label);
+          fail(ErrorCode::kInvalidArgument, "{}: unknown attribute '{}' (node {})", versioned,
+               a.name(), label);
         }
         step.sum.broadcast = step.version >= 8;
       } else {
         if (ins.size() != 2) {
-          fail(ErrorCode::kInvalidArgument, "{}: node {} needs 2 inputs (x, axis), has {}", versioned,
-               label, ins.size());
+          fail(ErrorCode::kInvalidArgument, "{}: node {} needs 2 inputs (x, axis), has {}",
+               versioned, label, ins.size());
         }
         formals = {"x", "axis"};
         check_type(0, "x");
@@ -353,8 +370,8 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
         if (axis_type != 0 && axis_type != onnx_from_dtype(DType::kInt32) &&
             axis_type != onnx_from_dtype(DType::kInt64)) {
           fail(ErrorCode::kInvalidArgument,
-               "{}: input 'axis' must be int32 or int64, not {} (tensor '{}' in node {})", versioned,
-               onnx_type_name(axis_type), names[ins[1]], label);
+               "{}: input 'axis' must be int32 or int64, not {} (tensor '{}' in node {})",
+               versioned, onnx_type_name(axis_type), names[ins[1]], label);
         }
         for (const auto& a : node.attribute()) {
           if (a.name() != "exclusive" && a.name() != "reverse") {
@@ -383,13 +400,15 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
     const auto it = ids.find(o.name());
     if (it == ids.end()) {
       fail(ErrorCode::kInvalidArgument,
-           "{}: graph output '{}' is not made by any node, graph input or initializer", what, o.name());
+           "{}: graph output '{}' is not made by any node, graph input or initializer", what,
+           o.name());
     }
     ValueInfo info = value_info(o, "output");
     const int32_t inferred = type_of(it->second);
     if (info.onnx_type != 0 && inferred != 0 && info.onnx_type != inferred) {
-      fail(ErrorCode::kInvalidArgument, "{}: graph output '{}' is declared {} but is computed as {}",
-           what, o.name(), onnx_type_name(info.onnx_type), onnx_type_name(inferred));
+      fail(ErrorCode::kInvalidArgument,
+           "{}: graph output '{}' is declared {} but is computed as {}", what, o.name(),
+           onnx_type_name(info.onnx_type), onnx_type_name(inferred));
     }
     if (info.onnx_type == 0) {
       info.onnx_type = inferred;
@@ -430,7 +449,8 @@ std::vector<Tensor> Model::Impl::run(
     if (constants[v]) slots[v].view = constants[v]->view();
   }
   for (const auto& [name, view] : feeds) {
-    const auto it = std::find_if(inputs.begin(), inputs.end(), [&](const ValueInfo& i) { return i.name == name; });
+    const auto it = std::find_if(inputs.begin(), inputs.end(),
+                                 [&](const ValueInfo& i) { return i.name == name; });
     if (it == inputs.end()) {
       std::vector<std::string_view> known;
       for (const auto& i : inputs) known.push_back(i.name);
@@ -485,9 +505,10 @@ std::vector<Tensor> Model::Impl::run(
           const int64_t axis = scan_axis(op, *slots[step.inputs[1]].view);
           const ConstTensorView x = *first.view;
           check_dtype(op, step.version, x.dtype);
-          out.owned = reusable(step.inputs[0], s)
-                          ? first.owned
-                          : std::make_shared<Tensor>(x.dtype, Shape(x.shape.begin(), x.shape.end()));
+          out.owned =
+              reusable(step.inputs[0], s)
+                  ? first.owned
+                  : std::make_shared<Tensor>(x.dtype, Shape(x.shape.begin(), x.shape.end()));
           if (op == OpKind::kCumSum) {
             cumsum(x, axis, out.owned->view(), step.scan);
           } else {
@@ -548,7 +569,8 @@ Model::~Model() = default;
 
 Model Model::parse(std::span<const std::byte> bytes, std::string_view what) {
   if (bytes.size() > INT_MAX) {
-    fail(ErrorCode::kLimit, "{}: {} bytes is larger than protobuf can parse (2 GiB)", what, bytes.size());
+    fail(ErrorCode::kLimit, "{}: {} bytes is larger than protobuf can parse (2 GiB)", what,
+         bytes.size());
   }
   ::onnx::ModelProto proto;
   if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
@@ -568,7 +590,8 @@ int64_t Model::ir_version() const noexcept { return impl_->ir_version; }
 int64_t Model::opset() const noexcept { return impl_->opset; }
 const std::vector<ValueInfo>& Model::inputs() const noexcept { return impl_->inputs; }
 const std::vector<ValueInfo>& Model::outputs() const noexcept { return impl_->outputs; }
-std::vector<Tensor> Model::run(const std::map<std::string, ConstTensorView, std::less<>>& feeds) const {
+std::vector<Tensor> Model::run(
+    const std::map<std::string, ConstTensorView, std::less<>>& feeds) const {
   return impl_->run(feeds);
 }
 

@@ -52,12 +52,14 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
                  name, axis, rank, shape_string(x.shape), -rank, rank - 1);
   }
   if (y.dtype != x.dtype) {
-    detail::fail(ErrorCode::kInvalidArgument, "{}: output 'y' has type {} but input 'x' has type {}",
-                 name, dtype_name(y.dtype), dtype_name(x.dtype));
+    detail::fail(ErrorCode::kInvalidArgument,
+                 "{}: output 'y' has type {} but input 'x' has type {}", name, dtype_name(y.dtype),
+                 dtype_name(x.dtype));
   }
   if (!std::ranges::equal(x.shape, y.shape)) {
-    detail::fail(ErrorCode::kInvalidArgument, "{}: output 'y' has shape {} but input 'x' has shape {}",
-                 name, shape_string(y.shape), shape_string(x.shape));
+    detail::fail(ErrorCode::kInvalidArgument,
+                 "{}: output 'y' has shape {} but input 'x' has shape {}", name,
+                 shape_string(y.shape), shape_string(x.shape));
   }
   const int64_t count = element_count(x.shape);
   detail::check_data(name, "x", x.data, count);
@@ -69,7 +71,8 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
   const auto a = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
   std::size_t outer = 1, inner = 1;
   for (std::size_t d = 0; d < a; ++d) outer *= static_cast<std::size_t>(x.shape[d]);
-  for (std::size_t d = a + 1; d < x.shape.size(); ++d) inner *= static_cast<std::size_t>(x.shape[d]);
+  for (std::size_t d = a + 1; d < x.shape.size(); ++d)
+    inner *= static_cast<std::size_t>(x.shape[d]);
   const auto length = static_cast<std::size_t>(x.shape[a]);
 
   const auto& table = detail::kernels();
@@ -125,8 +128,8 @@ Tensor cumprod(ConstTensorView x, int64_t axis, ScanOptions options) {
 int64_t scan_axis(OpKind op, ConstTensorView axis) {
   const std::string_view name = op_name(op);
   if (axis.dtype != DType::kInt32 && axis.dtype != DType::kInt64) {
-    detail::fail(ErrorCode::kInvalidArgument, "{}: input 'axis' must be int32 or int64, not {}", name,
-                 dtype_name(axis.dtype));
+    detail::fail(ErrorCode::kInvalidArgument, "{}: input 'axis' must be int32 or int64, not {}",
+                 name, dtype_name(axis.dtype));
   }
   const bool scalar_like = axis.shape.empty() || (axis.shape.size() == 1 && axis.shape[0] == 1);
   if (!scalar_like) {

@@ -41,8 +41,9 @@ SumPlan plan_sum(std::span<const ConstTensorView> inputs, std::span<const int64_
   for (std::size_t d = 0; d < rank; ++d) {
     const auto dim = static_cast<std::size_t>(out[d]);
     if (dim == 1) continue;
-    const bool merge = !plan.dims.empty() && std::ranges::all_of(
-        std::views::iota(std::size_t{0}, inputs.size()), [&](std::size_t k) {
+    const bool merge =
+        !plan.dims.empty() &&
+        std::ranges::all_of(std::views::iota(std::size_t{0}, inputs.size()), [&](std::size_t k) {
           return plan.strides[k].back() == full[k][d] * dim;
         });
     if (merge) {
@@ -122,11 +123,13 @@ Shape sum_shape(std::span<const ConstTensorView> inputs, SumOptions options) {
 void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions options) {
   const Shape out = sum_shape(inputs, options);
   if (y.dtype != inputs[0].dtype) {
-    detail::fail(ErrorCode::kInvalidArgument, "Sum: output 'sum' has type {} but the inputs have type {}",
-                 dtype_name(y.dtype), dtype_name(inputs[0].dtype));
+    detail::fail(ErrorCode::kInvalidArgument,
+                 "Sum: output 'sum' has type {} but the inputs have type {}", dtype_name(y.dtype),
+                 dtype_name(inputs[0].dtype));
   }
   if (!std::ranges::equal(y.shape, out)) {
-    detail::fail(ErrorCode::kInvalidArgument, "Sum: output 'sum' has shape {} but the inputs broadcast to {}",
+    detail::fail(ErrorCode::kInvalidArgument,
+                 "Sum: output 'sum' has shape {} but the inputs broadcast to {}",
                  shape_string(y.shape), shape_string(out));
   }
   const int64_t count = element_count(out);

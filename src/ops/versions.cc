@@ -18,9 +18,12 @@ constexpr std::array kSum13{kBFloat16, kFloat16, kFloat32, kFloat64};
 
 std::string_view op_name(OpKind op) noexcept {
   switch (op) {
-    case OpKind::kCumSum: return "CumSum";
-    case OpKind::kCumProd: return "CumProd";
-    case OpKind::kSum: break;
+    case OpKind::kCumSum:
+      return "CumSum";
+    case OpKind::kCumProd:
+      return "CumProd";
+    case OpKind::kSum:
+      break;
   }
   return "Sum";
 }
@@ -33,22 +36,29 @@ int op_version(OpKind op, int64_t opset) {
   }
   const int64_t first = op == OpKind::kCumSum ? 11 : op == OpKind::kCumProd ? 26 : 1;
   if (opset < first) {
-    detail::fail(ErrorCode::kInvalidArgument, "{} does not exist at opset {} (it was added in opset {})",
-                 op_name(op), opset, first);
+    detail::fail(ErrorCode::kInvalidArgument,
+                 "{} does not exist at opset {} (it was added in opset {})", op_name(op), opset,
+                 first);
   }
   switch (op) {
-    case OpKind::kCumSum: return opset >= 14 ? 14 : 11;
-    case OpKind::kCumProd: return 26;
-    case OpKind::kSum: break;
+    case OpKind::kCumSum:
+      return opset >= 14 ? 14 : 11;
+    case OpKind::kCumProd:
+      return 26;
+    case OpKind::kSum:
+      break;
   }
   return opset >= 13 ? 13 : opset >= 8 ? 8 : opset >= 6 ? 6 : 1;
 }
 
 std::span<const DType> allowed_dtypes(OpKind op, int version) {
   switch (op) {
-    case OpKind::kCumSum: return version >= 14 ? std::span<const DType>(kCumSum14) : kCumSum11;
-    case OpKind::kCumProd: return kCumSum14;
-    case OpKind::kSum: break;
+    case OpKind::kCumSum:
+      return version >= 14 ? std::span<const DType>(kCumSum14) : kCumSum11;
+    case OpKind::kCumProd:
+      return kCumSum14;
+    case OpKind::kSum:
+      break;
   }
   return version >= 13 ? std::span<const DType>(kSum13) : kSum1;
 }

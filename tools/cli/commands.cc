@@ -48,14 +48,15 @@ const ValueInfo& find_input(const Model& model, std::string_view name) {
   }
   std::vector<std::string_view> known;
   for (const auto& in : model.inputs()) known.push_back(in.name);
-  detail::fail(ErrorCode::kInvalidArgument, "unknown input '{}'; the model's inputs are: {}", name, fmt::join(known, ", "));
+  detail::fail(ErrorCode::kInvalidArgument, "unknown input '{}'; the model's inputs are: {}", name,
+               fmt::join(known, ", "));
 }
 
 DType declared_dtype(const ValueInfo& in, std::string_view spec) {
   if (!in.dtype) {
-    detail::fail(ErrorCode::kInvalidArgument, "input '{}' has type {}, so '{}' cannot make a value for it; give a file",
-                            in.name, in.onnx_type != 0 ? onnx::onnx_type_name(in.onnx_type) : "undeclared",
-                            spec);
+    detail::fail(ErrorCode::kInvalidArgument,
+                 "input '{}' has type {}, so '{}' cannot make a value for it; give a file", in.name,
+                 in.onnx_type != 0 ? onnx::onnx_type_name(in.onnx_type) : "undeclared", spec);
   }
   return *in.dtype;
 }
@@ -70,8 +71,9 @@ Shape parse_dims(std::string_view text, std::string_view spec) {
     int64_t d = -1;
     const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), d);
     if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || d < 0) {
-      throw UsageError(fmt::format(
-          "--input {}: '{}' is not a list of dimensions like 4096x16384 (or 'scalar')", spec, text));
+      throw UsageError(
+          fmt::format("--input {}: '{}' is not a list of dimensions like 4096x16384 (or 'scalar')",
+                      spec, text));
     }
     shape.push_back(d);
     if (end == text.size()) break;
@@ -106,7 +108,8 @@ Tensor random_tensor(DType dtype, Shape shape, std::mt19937_64& rng) {
 Tensor const_tensor(DType dtype, std::string_view text, std::string_view spec) {
   Tensor t(dtype, {});
   const auto bad = [&] {
-    return UsageError(fmt::format("--input {}: '{}' is not a {} value", spec, text, dtype_name(dtype)));
+    return UsageError(
+        fmt::format("--input {}: '{}' is not a {} value", spec, text, dtype_name(dtype)));
   };
   visit_dtype(dtype, [&]<class T>(T) {
     if constexpr (std::is_integral_v<T>) {
@@ -139,12 +142,15 @@ Feeds make_feeds(const Model& model, const std::vector<std::string>& specs, uint
   for (const auto& spec : specs) {
     const std::size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-      throw UsageError(fmt::format("--input '{}' is not NAME=SPEC (SPEC: a .npy or .pb file, "
-                                   "random:DIMS or const:V)", spec));
+      throw UsageError(
+          fmt::format("--input '{}' is not NAME=SPEC (SPEC: a .npy or .pb file, "
+                      "random:DIMS or const:V)",
+                      spec));
     }
     const std::string name = spec.substr(0, eq);
     const std::string_view value = std::string_view(spec).substr(eq + 1);
-    if (!seen.insert(name).second) throw UsageError(fmt::format("--input '{}' is given twice", name));
+    if (!seen.insert(name).second)
+      throw UsageError(fmt::format("--input '{}' is given twice", name));
     const ValueInfo& in = find_input(model, name);
     Tensor t;
     if (value.starts_with("random:")) {
@@ -188,8 +194,9 @@ int run_command(const std::string& model_path, const std::vector<std::string>& i
     const bool pb = format == "pb" || outputs[i].dtype() == DType::kBFloat16;
     fs::path path = fs::path(output_dir) / (file_stem(name) + (pb ? ".pb" : ".npy"));
     if (!taken.insert(path).second) {
-      detail::fail(ErrorCode::kInvalidArgument, "outputs '{}' and another output would both be written to '{}'", name,
-                              path.string());
+      detail::fail(ErrorCode::kInvalidArgument,
+                   "outputs '{}' and another output would both be written to '{}'", name,
+                   path.string());
     }
     files.emplace_back(std::move(path), pb ? onnx::serialize_tensor_proto(outputs[i], name)
                                            : onnx::serialize_npy(outputs[i]));
@@ -259,16 +266,17 @@ std::string compare(const std::string& name, const Tensor& got, const Tensor& wa
       } else {
         const double g = as_double(got, i), w = as_double(want, i);
         ok = (std::isnan(g) && std::isnan(w)) || g == w ||
-             (std::isfinite(g) && std::isfinite(w) && std::abs(g - w) <= kAtol + kRtol * std::abs(w));
+             (std::isfinite(g) && std::isfinite(w) &&
+              std::abs(g - w) <= kAtol + kRtol * std::abs(w));
       }
       if (!ok && bad++ == 0) first = i;
     }
   });
   if (bad == 0) return {};
-  return fmt::format("output '{}' differs at {} of {} elements; first at {}: got {}, expected {} ({})",
-                     name, bad, got.size(), index_string(got.shape(), first), as_double(got, first),
-                     as_double(want, first),
-                     integral ? "integers must match exactly" : "rtol 1e-3, atol 1e-7");
+  return fmt::format(
+      "output '{}' differs at {} of {} elements; first at {}: got {}, expected {} ({})", name, bad,
+      got.size(), index_string(got.shape(), first), as_double(got, first), as_double(want, first),
+      integral ? "integers must match exactly" : "rtol 1e-3, atol 1e-7");
 }
 
 std::vector<fs::path> sorted_matching(const fs::path& dir, std::string_view prefix) {
@@ -305,8 +313,10 @@ std::string run_case(const fs::path& dir, int& sets) {
     const std::vector<Tensor> got = model.run(feeds);
     for (std::size_t i = 0; i < got.size(); ++i) {
       const fs::path file = set / fmt::format("output_{}.pb", i);
-      if (!fs::exists(file)) return fmt::format("{}: missing {}", set.filename().string(), file.filename().string());
-      const std::string diff = compare(model.outputs()[i].name, got[i], onnx::read_tensor_file(file));
+      if (!fs::exists(file))
+        return fmt::format("{}: missing {}", set.filename().string(), file.filename().string());
+      const std::string diff =
+          compare(model.outputs()[i].name, got[i], onnx::read_tensor_file(file));
       if (!diff.empty()) return fmt::format("{}: {}", set.filename().string(), diff);
     }
     ++sets;
@@ -326,7 +336,8 @@ int test_command(const std::vector<std::string>& dirs) {
         if (fs::exists(e.path() / "model.onnx")) found.push_back(e.path());
       }
       if (found.empty()) {
-        detail::fail(ErrorCode::kInvalidArgument, "'{}' holds no model.onnx, nor folders that do", d);
+        detail::fail(ErrorCode::kInvalidArgument, "'{}' holds no model.onnx, nor folders that do",
+                     d);
       }
       std::sort(found.begin(), found.end());
       cases.insert(cases.end(), found.begin(), found.end());
@@ -336,8 +347,8 @@ int test_command(const std::vector<std::string>& dirs) {
   }
   int passed = 0, failed = 0;
   for (const auto& dir : cases) {
-    const std::string label = dir.filename().empty() ? dir.parent_path().filename().string()
-                                                     : dir.filename().string();
+    const std::string label =
+        dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
     int sets = 0;
     std::string failure;
     try {
@@ -376,8 +387,8 @@ std::string json_escape(std::string_view s) {
 
 // ---- perf ---------------------------------------------------------------------------------------
 
-int perf_command(const std::string& model_path, const std::vector<std::string>& inputs, int iterations,
-                 int warmup, bool json, uint64_t seed) {
+int perf_command(const std::string& model_path, const std::vector<std::string>& inputs,
+                 int iterations, int warmup, bool json, uint64_t seed) {
   const Model model = Model::load(model_path);
   const Feeds feeds = make_feeds(model, inputs, seed);
   const auto views = feeds.views();
@@ -393,20 +404,21 @@ int perf_command(const std::string& model_path, const std::vector<std::string>& 
     ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
   }
   std::sort(ms.begin(), ms.end());
-  const double median = ms.size() % 2 == 1 ? ms[ms.size() / 2]
-                                           : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+  const double median =
+      ms.size() % 2 == 1 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
   const double gbps = median > 0 ? static_cast<double>(bytes) / (median * 1e6) : 0.0;
   if (json) {
     std::cout << fmt::format(
-        "{{\"model\": \"{}\", \"threads\": {}, \"iterations\": {}, \"warmup\": {}, \"min_ms\": {:.6f}, "
+        "{{\"model\": \"{}\", \"threads\": {}, \"iterations\": {}, \"warmup\": {}, \"min_ms\": "
+        "{:.6f}, "
         "\"median_ms\": {:.6f}, \"max_ms\": {:.6f}, \"bytes\": {}, \"gb_per_s\": {:.4f}}}\n",
-        json_escape(fs::path(model_path).filename().string()), num_threads(), iterations, warmup, ms.front(), median,
-        ms.back(), bytes, gbps);
+        json_escape(fs::path(model_path).filename().string()), num_threads(), iterations, warmup,
+        ms.front(), median, ms.back(), bytes, gbps);
   } else {
-    std::cout << fmt::format("{}: {} iterations after {} warmup, {} thread{}\n", model_path, iterations,
-                             warmup, num_threads(), num_threads() == 1 ? "" : "s");
-    std::cout << fmt::format("  median {:.3f} ms   min {:.3f} ms   max {:.3f} ms\n", median, ms.front(),
-                             ms.back());
+    std::cout << fmt::format("{}: {} iterations after {} warmup, {} thread{}\n", model_path,
+                             iterations, warmup, num_threads(), num_threads() == 1 ? "" : "s");
+    std::cout << fmt::format("  median {:.3f} ms   min {:.3f} ms   max {:.3f} ms\n", median,
+                             ms.front(), ms.back());
     std::cout << fmt::format("  {:.2f} GB/s ({:.1f} MB of input plus output per run)\n", gbps,
                              static_cast<double>(bytes) / 1e6);
   }
@@ -440,23 +452,30 @@ int main(int argc, char** argv) {
   run->add_option("--input,-i", inputs, kSpecHelp);
   run->add_option("--output-dir,-o", output_dir,
                   "Write each output to DIR/<name>.npy (or .pb) instead of printing it");
-  run->add_option("--output-format", format, "File format of written outputs (bfloat16 is always .pb)")
+  run->add_option("--output-format", format,
+                  "File format of written outputs (bfloat16 is always .pb)")
       ->check(CLI::IsMember({"npy", "pb"}))
       ->capture_default_str();
   add_common(run);
   add_seed(run);
 
-  auto* test = app.add_subcommand("test", "Run ONNX backend test folders (model.onnx + test_data_set_*)");
+  auto* test =
+      app.add_subcommand("test", "Run ONNX backend test folders (model.onnx + test_data_set_*)");
   test->add_option("dirs", dirs, "Test folders, or folders holding them")->required();
   add_common(test);
 
   int iterations = 20, warmup = 3;
   bool json = false;
-  auto* perf = app.add_subcommand("perf", "Time a model's execution (no file I/O) over repeated runs");
+  auto* perf =
+      app.add_subcommand("perf", "Time a model's execution (no file I/O) over repeated runs");
   perf->add_option("model", model_path, "The .onnx model")->required();
   perf->add_option("--input,-i", inputs, kSpecHelp);
-  perf->add_option("--iterations,-n", iterations, "Timed runs")->check(CLI::Range(1, 1000000))->capture_default_str();
-  perf->add_option("--warmup", warmup, "Untimed runs first")->check(CLI::Range(1, 1000000))->capture_default_str();
+  perf->add_option("--iterations,-n", iterations, "Timed runs")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  perf->add_option("--warmup", warmup, "Untimed runs first")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   perf->add_flag("--json", json, "Print one JSON object");
   add_common(perf);
   add_seed(perf);

@@ -1,7 +1,6 @@
 // Sum: broadcasting as stride 0, adjacent dimensions coalesced, then one pass of the row kernel
 // over every operand.
 #include <algorithm>
-#include <ranges>
 #include <vector>
 
 #include "core/fail.h"
@@ -17,46 +16,48 @@ constexpr std::size_t kRowTile = std::size_t{1} << 15;
 
 std::string input_name(std::size_t k) { return fmt::format("data_{}", k); }
 
-// The loop nest after broadcasting and coalescing: dims[d] with per-input element strides.
+// The loop nest after broadcasting and coalescing: dims[d], and the element stride of input k
+// along dimension d at strides[d * inputs + k] (0 where the input is broadcast).
 struct SumPlan {
+  std::size_t inputs = 0;
   std::vector<std::size_t> dims;
-  std::vector<std::vector<std::size_t>> strides;  // [input][dim]
+  std::vector<std::size_t> strides;
+  std::size_t stride(std::size_t d, std::size_t k) const { return strides[d * inputs + k]; }
 };
 
 SumPlan plan_sum(std::span<const ConstTensorView> inputs, std::span<const int64_t> out) {
-  SumPlan plan;
-  const std::size_t rank = out.size();
-  std::vector<std::vector<std::size_t>> full(inputs.size(), std::vector<std::size_t>(rank, 0));
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
+  const std::size_t n = inputs.size(), rank = out.size();
+  std::vector<std::size_t> full(rank * n, 0);
+  for (std::size_t k = 0; k < n; ++k) {
     const auto& shape = inputs[k].shape;
     std::size_t stride = 1;
     for (std::size_t i = 0; i < shape.size(); ++i) {
-      const std::size_t d = shape.size() - 1 - i, od = rank - 1 - i;
-      const auto dim = static_cast<std::size_t>(shape[d]);
-      full[k][od] = (dim == 1 && out[od] != 1) ? 0 : stride;
+      const std::size_t od = rank - 1 - i;
+      const auto dim = static_cast<std::size_t>(shape[shape.size() - 1 - i]);
+      full[od * n + k] = (dim == 1 && out[od] != 1) ? 0 : stride;
       stride *= dim;
     }
   }
-  plan.strides.assign(inputs.size(), {});
+  // Dimension d folds into the one before it when every input steps through both as one run.
+  SumPlan plan{n, {}, {}};
   for (std::size_t d = 0; d < rank; ++d) {
     const auto dim = static_cast<std::size_t>(out[d]);
     if (dim == 1) continue;
-    const bool merge =
-        !plan.dims.empty() &&
-        std::ranges::all_of(std::views::iota(std::size_t{0}, inputs.size()), [&](std::size_t k) {
-          return plan.strides[k].back() == full[k][d] * dim;
-        });
+    const std::size_t* next = &full[d * n];
+    bool merge = !plan.dims.empty();
+    for (std::size_t k = 0; merge && k < n; ++k)
+      merge = plan.strides[plan.strides.size() - n + k] == next[k] * dim;
     if (merge) {
       plan.dims.back() *= dim;
-      for (std::size_t k = 0; k < inputs.size(); ++k) plan.strides[k].back() = full[k][d];
+      std::copy(next, next + n, plan.strides.end() - static_cast<std::ptrdiff_t>(n));
     } else {
       plan.dims.push_back(dim);
-      for (std::size_t k = 0; k < inputs.size(); ++k) plan.strides[k].push_back(full[k][d]);
+      plan.strides.insert(plan.strides.end(), next, next + n);
     }
   }
   if (plan.dims.empty()) {  // a scalar result
     plan.dims.push_back(1);
-    for (auto& s : plan.strides) s.push_back(0);
+    plan.strides.assign(n, 0);
   }
   return plan;
 }
@@ -157,7 +158,7 @@ void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions optio
   const std::size_t tiles = (inner + kRowTile - 1) / kRowTile;
   const std::size_t item = dtype_size(y.dtype);
   std::vector<unsigned char> steps(inputs.size());
-  for (std::size_t k = 0; k < inputs.size(); ++k) steps[k] = plan.strides[k].back() == 0 ? 0 : 1;
+  for (std::size_t k = 0; k < inputs.size(); ++k) steps[k] = plan.stride(rank - 1, k) == 0 ? 0 : 1;
   const detail::SumKernel kernel = detail::kernels().sum[static_cast<int>(y.dtype)];
 
   const std::size_t grain = std::max<std::size_t>(1, kMinChunkElements / std::min(inner, kRowTile));
@@ -170,7 +171,7 @@ void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions optio
       for (std::size_t k = 0; k < inputs.size(); ++k) {
         std::size_t rest = row, offset = col * steps[k];
         for (std::size_t d = rank - 1; d-- > 0;) {
-          offset += (rest % plan.dims[d]) * plan.strides[k][d];
+          offset += (rest % plan.dims[d]) * plan.stride(d, k);
           rest /= plan.dims[d];
         }
         ptrs[k] = static_cast<const std::byte*>(inputs[k].data) + offset * item;

@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <limits>
 
 #include "cumulus/ops.h"
@@ -183,6 +184,24 @@ TEST(TensorErrors, Sizes) {
   const std::vector<float> three = {1, 2, 3};
   EXPECT_THAT(error_of([&] { Tensor::from_values<float>({2}, three); }),
               HasSubstr("tensor of 2 elements given 3 values"));
+}
+
+}  // namespace
+}  // namespace cumulus
+
+namespace cumulus {
+namespace {
+
+TEST(Dispatch, HonoursCumulusIsa) {
+  const std::string_view isa = kernel_isa();
+  EXPECT_TRUE(isa == "scalar" || isa == "avx2" || isa == "avx512") << isa;
+  const char* forced = std::getenv("CUMULUS_ISA");
+  if (forced == nullptr) GTEST_SKIP() << "CUMULUS_ISA not set; running " << isa;
+  if (std::string_view(forced) == "scalar") {
+    EXPECT_EQ(isa, "scalar");
+  } else if (std::string_view(forced) == "avx2") {
+    EXPECT_NE(isa, "avx512");
+  }
 }
 
 }  // namespace

@@ -54,6 +54,10 @@ Shape sum_shape(std::span<const ConstTensorView> inputs, SumOptions options = {}
 void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions options = {});
 Tensor sum(std::span<const ConstTensorView> inputs, SumOptions options = {});
 
+// The instruction set of the kernels in use ("scalar", "avx2" or "avx512"): the best this CPU
+// has, or lower if the environment variable CUMULUS_ISA asks for it.
+std::string_view kernel_isa() noexcept;
+
 // Threads the kernels may use (default: the hardware's). Results do not depend on it.
 void set_num_threads(int n);
 int num_threads() noexcept;

@@ -40,7 +40,9 @@ struct ConstTensorView {
 };
 
 namespace detail {
+// Returns a tensor's buffer to the library's allocator, which needs its capacity.
 struct AlignedFree {
+  std::size_t capacity = 0;
   void operator()(std::byte* p) const noexcept;
 };
 [[noreturn]] void raise_value_count(int64_t expected, std::size_t got);

@@ -6,12 +6,9 @@
 #include <new>
 
 #include "core/fail.h"
+#include "core/memory.h"
 
 namespace cumulus {
-
-namespace {
-constexpr std::size_t kAlignment = 64;
-}
 
 int64_t element_count(std::span<const int64_t> shape) {
   int64_t count = 1;
@@ -37,9 +34,7 @@ std::string shape_string(std::span<const int64_t> shape) {
 
 namespace detail {
 
-void AlignedFree::operator()(std::byte* p) const noexcept {
-  ::operator delete[](p, std::align_val_t{kAlignment});
-}
+void AlignedFree::operator()(std::byte* p) const noexcept { release({p, capacity}); }
 
 void raise_value_count(int64_t expected, std::size_t got) {
   fail(ErrorCode::kInvalidArgument, "tensor of {} elements given {} values", expected, got);
@@ -55,13 +50,15 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
                  dtype_name(dtype_), shape_string(shape_));
   }
   // Always allocate, even for empty tensors, so data() is never null.
-  const auto bytes = std::max<std::size_t>(static_cast<std::size_t>(size_ * item), 1);
+  const auto bytes = static_cast<std::size_t>(size_ * item);
+  detail::Block block{};
   try {
-    data_.reset(new (std::align_val_t{kAlignment}) std::byte[bytes]);
-  } catch (const std::bad_alloc&) {
+    block = detail::allocate(bytes);
+  } catch (const Error&) {
     detail::fail(ErrorCode::kLimit, "cannot allocate {} bytes for a {} tensor of shape {}", bytes,
                  dtype_name(dtype_), shape_string(shape_));
   }
+  data_ = std::unique_ptr<std::byte[], detail::AlignedFree>(block.data, {block.capacity});
 }
 
 Tensor Tensor::zeros(DType dtype, Shape shape) {

@@ -1,12 +1,20 @@
 // Kernels: raw loops over pointers and counts. No allocation, no threads, no validation beyond
-// what the ops layer has already done.
+// what the ops layer has already done. One table of them per instruction set, chosen once.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "cumulus/dtype.h"
 
 namespace cumulus::detail {
+
+// The accumulator a scan carries between pieces of one row: double for floating types, the
+// unsigned integer of the element's width (wrapping) for integers.
+struct Carry {
+  double f = 0;
+  uint64_t u = 0;
+};
 
 // Scans `outer` slabs of `length` x `inner` elements, laid out contiguously, along the length
 // axis, for the columns [col_begin, col_end) of each slab. y may equal x.
@@ -17,6 +25,23 @@ struct ScanBlock {
   bool exclusive, reverse;
 };
 using ScanKernel = void (*)(const ScanBlock& block) noexcept;
+
+// Scans `rows` contiguous rows of `length` elements. With a carry (rows == 1), the row is one
+// piece of a longer one and the carry is everything before it in scan order; without, the row
+// starts fresh: an inclusive scan copies its first element, an exclusive one writes the identity.
+struct RowScan {
+  const void* x;
+  void* y;
+  std::size_t rows, length;
+  bool exclusive, reverse;
+  const Carry* carry;  // null: start fresh
+};
+using RowScanKernel = void (*)(const RowScan& scan) noexcept;
+
+// The sum (or product) of n contiguous elements, accumulated as the scans do.
+using TotalKernel = Carry (*)(const void* x, std::size_t n) noexcept;
+// a + b (or a * b) in the accumulator type of `dtype`, in scan order.
+using CombineKernel = Carry (*)(Carry a, Carry b) noexcept;
 
 // y[j] = in[0][j * step[0]] + in[1][j * step[1]] + ... for j < count, left to right in the wide
 // type; each step is 0 (a broadcast operand) or 1. y may equal an input with step 1.
@@ -29,17 +54,26 @@ struct SumRow {
 };
 using SumKernel = void (*)(const SumRow& row) noexcept;
 
+struct ScanKernels {
+  ScanKernel block;
+  RowScanKernel rows;
+  TotalKernel total;
+  CombineKernel combine;
+};
+
 struct KernelTable {
   const char* isa;
-  ScanKernel cumsum[kNumDTypes];
-  ScanKernel cumprod[kNumDTypes];
+  ScanKernels cumsum[kNumDTypes];
+  ScanKernels cumprod[kNumDTypes];
   SumKernel sum[kNumDTypes];  // floating types only; others null
 };
 
-// Chosen once per process.
+// The table for the best instruction set this CPU has, capped by the environment variable
+// CUMULUS_ISA (scalar, avx2, avx512). Chosen once per process.
 const KernelTable& kernels() noexcept;
 
-// Per instruction set tables.
 const KernelTable& scalar_kernels() noexcept;
+const KernelTable& avx2_kernels() noexcept;
+const KernelTable& avx512_kernels() noexcept;
 
 }  // namespace cumulus::detail

@@ -1,5 +1,6 @@
 // CumSum and CumProd: validation, then the kernel over fixed parallel chunks.
 #include <algorithm>
+#include <array>
 #include <functional>
 
 #include "core/fail.h"
@@ -37,6 +38,49 @@ namespace {
 // A chunk of work should be worth a thread hand-off.
 constexpr std::size_t kMinChunkElements = std::size_t{1} << 15;
 constexpr std::size_t kColumnTile = 4096;
+
+// A row at least this long is cut into pieces of kPiece elements, so both cores share one long
+// scan: the pieces' totals, then each piece's carry (everything before it, in scan order), then
+// the pieces scanned from their carries. The cut depends on the row's length alone, never on
+// the number of threads, so neither do the results.
+constexpr std::size_t kPiece = std::size_t{1} << 15;
+constexpr std::size_t kLongRow = 2 * kPiece;
+// Pieces per round: a round's input is still in cache when its pieces are scanned, so the row
+// is read from memory once.
+constexpr std::size_t kPiecesPerRound = 64;
+
+void scan_long_row(const detail::ScanKernels& kernel, const std::byte* x, std::byte* y,
+                   std::size_t length, std::size_t item, ScanOptions options) {
+  const std::size_t pieces = (length + kPiece - 1) / kPiece;
+  // Piece p in scan order: forward from the start, or backward from the end.
+  const auto piece = [&](std::size_t p) {
+    const std::size_t from_start = p * kPiece;
+    const std::size_t n = std::min(kPiece, length - from_start);
+    return std::pair{options.reverse ? length - from_start - n : from_start, n};
+  };
+  std::array<detail::Carry, kPiecesPerRound> totals{}, carries{};
+  detail::Carry running{};
+  for (std::size_t first = 0; first < pieces; first += kPiecesPerRound) {
+    const std::size_t count = std::min(kPiecesPerRound, pieces - first);
+    detail::parallel_for(count, 1, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        const auto [start, n] = piece(first + i);
+        totals[i] = kernel.total(x + start * item, n);
+      }
+    });
+    for (std::size_t i = 0; i < count; ++i) {
+      carries[i] = running;
+      running = first + i == 0 ? totals[i] : kernel.combine(running, totals[i]);
+    }
+    detail::parallel_for(count, 1, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        const auto [start, n] = piece(first + i);
+        kernel.rows({x + start * item, y + start * item, 1, n, options.exclusive, options.reverse,
+                     first + i == 0 ? nullptr : &carries[i]});
+      }
+    });
+  }
+}
 
 void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions options) {
   const std::string_view name = op_name(op);
@@ -76,18 +120,24 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
   const auto length = static_cast<std::size_t>(x.shape[a]);
 
   const auto& table = detail::kernels();
-  const detail::ScanKernel kernel =
+  const detail::ScanKernels& kernel =
       (op == OpKind::kCumSum ? table.cumsum : table.cumprod)[static_cast<int>(x.dtype)];
   const std::size_t item = dtype_size(x.dtype);
   const auto* xb = static_cast<const std::byte*>(x.data);
   auto* yb = static_cast<std::byte*>(y.data);
   const std::size_t slab = length * inner;
 
+  if (inner == 1 && length >= kLongRow) {
+    for (std::size_t o = 0; o < outer; ++o) {
+      scan_long_row(kernel, xb + o * slab * item, yb + o * slab * item, length, item, options);
+    }
+    return;
+  }
   if (inner == 1) {
     const std::size_t grain = std::max<std::size_t>(1, kMinChunkElements / length);
     detail::parallel_for(outer, grain, [&](std::size_t begin, std::size_t end) {
-      kernel({xb + begin * slab * item, yb + begin * slab * item, end - begin, length, 1, 0, 1,
-              options.exclusive, options.reverse});
+      kernel.rows({xb + begin * slab * item, yb + begin * slab * item, end - begin, length,
+                   options.exclusive, options.reverse, nullptr});
     });
     return;
   }
@@ -98,8 +148,8 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
     for (std::size_t task = begin; task < end; ++task) {
       const std::size_t o = task / tiles;
       const std::size_t col = (task % tiles) * kColumnTile;
-      kernel({xb + o * slab * item, yb + o * slab * item, 1, length, inner, col,
-              std::min(inner, col + kColumnTile), options.exclusive, options.reverse});
+      kernel.block({xb + o * slab * item, yb + o * slab * item, 1, length, inner, col,
+                    std::min(inner, col + kColumnTile), options.exclusive, options.reverse});
     }
   });
 }

@@ -409,14 +409,16 @@ int perf_command(const std::string& model_path, const std::vector<std::string>& 
   const double gbps = median > 0 ? static_cast<double>(bytes) / (median * 1e6) : 0.0;
   if (json) {
     std::cout << fmt::format(
-        "{{\"model\": \"{}\", \"threads\": {}, \"iterations\": {}, \"warmup\": {}, \"min_ms\": "
+        "{{\"model\": \"{}\", \"isa\": \"{}\", \"threads\": {}, \"iterations\": {}, \"warmup\": "
+        "{}, \"min_ms\": "
         "{:.6f}, "
         "\"median_ms\": {:.6f}, \"max_ms\": {:.6f}, \"bytes\": {}, \"gb_per_s\": {:.4f}}}\n",
-        json_escape(fs::path(model_path).filename().string()), num_threads(), iterations, warmup,
-        ms.front(), median, ms.back(), bytes, gbps);
+        json_escape(fs::path(model_path).filename().string()), kernel_isa(), num_threads(),
+        iterations, warmup, ms.front(), median, ms.back(), bytes, gbps);
   } else {
-    std::cout << fmt::format("{}: {} iterations after {} warmup, {} thread{}\n", model_path,
-                             iterations, warmup, num_threads(), num_threads() == 1 ? "" : "s");
+    std::cout << fmt::format("{}: {} iterations after {} warmup, {} thread{}, {} kernels\n",
+                             model_path, iterations, warmup, num_threads(),
+                             num_threads() == 1 ? "" : "s", kernel_isa());
     std::cout << fmt::format("  median {:.3f} ms   min {:.3f} ms   max {:.3f} ms\n", median,
                              ms.front(), ms.back());
     std::cout << fmt::format("  {:.2f} GB/s ({:.1f} MB of input plus output per run)\n", gbps,

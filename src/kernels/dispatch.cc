@@ -1,0 +1,59 @@
+// Picks the kernel table once per process: the best instruction set the CPU has, capped by
+// CUMULUS_ISA so tests and users can force a lower path.
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "cumulus/ops.h"
+#include "kernels/kernels.h"
+
+namespace cumulus::detail {
+namespace {
+
+enum class Isa { kScalar, kAvx2, kAvx512 };
+
+Isa best_supported() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
+    return Isa::kAvx512;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c")) {
+    return Isa::kAvx2;
+  }
+  return Isa::kScalar;
+}
+
+Isa chosen() {
+  Isa isa = best_supported();
+  if (const char* forced = std::getenv("CUMULUS_ISA")) {
+    const std::string_view f(forced);
+    const Isa cap = f == "scalar" ? Isa::kScalar : f == "avx2" ? Isa::kAvx2 : Isa::kAvx512;
+    if (cap < isa) isa = cap;
+  }
+  return isa;
+}
+
+}  // namespace
+
+const KernelTable& kernels() noexcept {
+  static const KernelTable& table = []() -> const KernelTable& {
+    switch (chosen()) {
+      case Isa::kAvx512:
+        return avx512_kernels();
+      case Isa::kAvx2:
+        return avx2_kernels();
+      case Isa::kScalar:
+        break;
+    }
+    return scalar_kernels();
+  }();
+  return table;
+}
+
+}  // namespace cumulus::detail
+
+namespace cumulus {
+std::string_view kernel_isa() noexcept { return detail::kernels().isa; }
+}  // namespace cumulus

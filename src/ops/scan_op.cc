@@ -37,7 +37,7 @@ namespace {
 
 // A chunk of work should be worth a thread hand-off.
 constexpr std::size_t kMinChunkElements = std::size_t{1} << 15;
-constexpr std::size_t kColumnTile = 4096;
+constexpr std::size_t kColumnTile = 1024;
 
 // A row at least this long is cut into pieces of kPiece elements, so both cores share one long
 // scan: the pieces' totals, then each piece's carry (everything before it, in scan order), then

@@ -1,0 +1,205 @@
+// Google Benchmark over the kernel API: every operator x dtype x layout, from in-cache sizes to
+// 512 MB moved, reported in bytes per second (input plus output) next to a memcpy of the same
+// bytes in the same process. Run: build/bench/bench_kernels [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cumulus/ops.h"
+
+namespace {
+
+using cumulus::DType;
+using cumulus::Shape;
+using cumulus::Tensor;
+
+// Element counts: in L1/L2, in the last-level cache, and well beyond it.
+constexpr int64_t kSizes[] = {int64_t{1} << 10, int64_t{1} << 18, int64_t{1} << 22,
+                              int64_t{1} << 26};
+constexpr int64_t kMaxBytesMoved = int64_t{512} << 20;
+
+Tensor random_tensor(DType dtype, Shape shape) {
+  Tensor t(dtype, std::move(shape));
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> dist(0.5, 1.5);  // products stay finite for a while
+  cumulus::visit_dtype(dtype, [&]<class T>(T) {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.size(); ++i) {
+      const double v = dist(rng);
+      if constexpr (std::is_same_v<T, cumulus::Float16>) {
+        p[i] = cumulus::to_float16(v);
+      } else if constexpr (std::is_same_v<T, cumulus::BFloat16>) {
+        p[i] = cumulus::to_bfloat16(v);
+      } else {
+        p[i] = static_cast<T>(v);
+      }
+    }
+  });
+  return t;
+}
+
+void memcpy_bench(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  for (auto _ : state) {
+    std::memcpy(dst.data(), src.data(), bytes);
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(2 * bytes));
+}
+
+struct Layout {
+  const char* name;
+  // Shape and axis for n elements; empty shape when n does not suit the layout.
+  std::pair<Shape, int64_t> (*make)(int64_t n);
+};
+constexpr Layout kLayouts[] = {
+    {"1d",
+     [](int64_t n) {
+       return std::pair{Shape{n}, int64_t{0}};
+     }},
+    {"last_axis",
+     [](int64_t n) {
+       return std::pair{Shape{n / 4096, 4096}, int64_t{1}};
+     }},
+    {"first_axis",
+     [](int64_t n) {
+       return std::pair{Shape{n / 4096, 4096}, int64_t{0}};
+     }},
+    {"middle_axis",
+     [](int64_t n) {
+       return std::pair{Shape{16, n / 1024, 64}, int64_t{1}};
+     }},
+    {"short_rows",
+     [](int64_t n) {
+       return std::pair{Shape{n / 8, 8}, int64_t{1}};
+     }},
+};
+
+void register_scans() {
+  for (const bool product : {false, true}) {
+    for (DType dtype : cumulus::kAllDTypes) {
+      for (const Layout& layout : kLayouts) {
+        for (int64_t n : kSizes) {
+          const auto [shape, axis] = layout.make(n);
+          const auto bytes = n * static_cast<int64_t>(cumulus::dtype_size(dtype));
+          if (shape.front() == 0 || 2 * bytes > kMaxBytesMoved) continue;
+          const std::string name = std::string(product ? "CumProd/" : "CumSum/") +
+                                   std::string(cumulus::dtype_name(dtype)) + "/" + layout.name +
+                                   "/" + std::to_string(n);
+          benchmark::RegisterBenchmark(name.c_str(),
+                                       [=](benchmark::State& state) {
+                                         const Tensor x = random_tensor(dtype, shape);
+                                         Tensor y(dtype, shape);
+                                         // Once untimed, so the output's pages are faulted in
+                                         // before timing.
+                                         product ? cumulus::cumprod(x, axis, y.view())
+                                                 : cumulus::cumsum(x, axis, y.view());
+                                         for (auto _ : state) {
+                                           product ? cumulus::cumprod(x, axis, y.view())
+                                                   : cumulus::cumsum(x, axis, y.view());
+                                           benchmark::ClobberMemory();
+                                         }
+                                         state.SetBytesProcessed(state.iterations() * 2 * bytes);
+                                       })
+              ->UseRealTime()
+              ->Unit(benchmark::kMillisecond);
+        }
+      }
+    }
+  }
+}
+
+struct SumCase {
+  const char* name;
+  std::vector<Shape> (*shapes)(int64_t n);
+};
+constexpr SumCase kSumCases[] = {
+    {"same_shape_x2",
+     [](int64_t n) {
+       return std::vector<Shape>(2, Shape{n / 4096, 4096});
+     }},
+    {"same_shape_x3",
+     [](int64_t n) {
+       return std::vector<Shape>(3, Shape{n / 4096, 4096});
+     }},
+    {"same_shape_x8",
+     [](int64_t n) {
+       return std::vector<Shape>(8, Shape{n / 4096, 4096});
+     }},
+    {"scalar",
+     [](int64_t n) {
+       return std::vector<Shape>{Shape{n / 4096, 4096}, Shape{}};
+     }},
+    {"row_broadcast",
+     [](int64_t n) {
+       return std::vector<Shape>{Shape{n / 4096, 4096}, Shape{4096}};
+     }},
+    {"column_broadcast",
+     [](int64_t n) {
+       return std::vector<Shape>{Shape{n / 4096, 4096}, Shape{n / 4096, 1}};
+     }},
+    {"matrix_row_scalar",
+     [](int64_t n) {
+       return std::vector<Shape>{Shape{n / 4096, 4096}, Shape{4096}, Shape{}};
+     }},
+};
+
+void register_sums() {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
+    for (const SumCase& c : kSumCases) {
+      for (int64_t n : kSizes) {
+        if (n < 4096) continue;
+        const std::vector<Shape> shapes = c.shapes(n);
+        int64_t bytes = 0;
+        for (const Shape& s : shapes) bytes += cumulus::element_count(s);
+        bytes = (bytes + n) * static_cast<int64_t>(cumulus::dtype_size(dtype));
+        if (bytes > 2 * kMaxBytesMoved) continue;
+        const std::string name = std::string("Sum/") + std::string(cumulus::dtype_name(dtype)) +
+                                 "/" + c.name + "/" + std::to_string(n);
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [=](benchmark::State& state) {
+                                       std::vector<Tensor> inputs;
+                                       for (const Shape& s : shapes)
+                                         inputs.push_back(random_tensor(dtype, s));
+                                       const std::vector<cumulus::ConstTensorView> views(
+                                           inputs.begin(), inputs.end());
+                                       Tensor y(dtype, cumulus::sum_shape(views));
+                                       cumulus::sum(views, y.view());
+                                       for (auto _ : state) {
+                                         cumulus::sum(views, y.view());
+                                         benchmark::ClobberMemory();
+                                       }
+                                       state.SetBytesProcessed(state.iterations() * bytes);
+                                     })
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int64_t bytes :
+       {int64_t{4} << 10, int64_t{1} << 20, int64_t{16} << 20, int64_t{256} << 20}) {
+    benchmark::RegisterBenchmark(("memcpy/" + std::to_string(bytes)).c_str(), memcpy_bench)
+        ->Arg(bytes)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  register_scans();
+  register_sums();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::AddCustomContext("cumulus_isa", std::string(cumulus::kernel_isa()));
+  benchmark::AddCustomContext("cumulus_threads", std::to_string(cumulus::num_threads()));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

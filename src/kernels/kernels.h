@@ -35,6 +35,7 @@ struct RowScan {
   std::size_t rows, length;
   bool exclusive, reverse;
   const Carry* carry;  // null: start fresh
+  bool stream;         // the output is too large to stay in cache: bypass it
 };
 using RowScanKernel = void (*)(const RowScan& scan) noexcept;
 

@@ -15,6 +15,34 @@ namespace {
 
 thread_local bool tls_in_pool = false;
 
+// Waiting threads spin this many rounds before they sleep: a scan of a long row hands out work
+// every few hundred microseconds, and waking a sleeping thread costs tens of them here.
+constexpr int kSpinRounds = 4000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins on `ready`, then sleeps on `cv` until it holds.
+template <class Ready>
+void await(std::mutex& mutex, std::condition_variable& cv, const Ready& ready) {
+  for (int i = 0; i < kSpinRounds; ++i) {
+    if (ready()) return;
+    cpu_relax();
+  }
+  std::unique_lock lock(mutex);
+  cv.wait(lock, ready);
+}
+
+// Wakes sleepers after a change they wait for; taking the mutex first means none can miss it
+// between checking and sleeping.
+void signal(std::mutex& mutex, std::condition_variable& cv) {
+  { std::lock_guard lock(mutex); }
+  cv.notify_all();
+}
+
 class Pool {
  public:
   ~Pool() { resize(1); }
@@ -23,7 +51,11 @@ class Pool {
 
   void resize(int threads) {
     std::lock_guard run_lock(run_mutex_);
-    stop_workers();
+    stop_.store(true);
+    signal(mutex_, wake_);
+    for (auto& w : workers_) w.join();
+    workers_.clear();
+    stop_.store(false);
     threads_.store(threads, std::memory_order_relaxed);
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
   }
@@ -31,21 +63,17 @@ class Pool {
   void run(std::size_t chunks, std::size_t count, std::size_t grain, RangeFn fn,
            const void* context) {
     std::lock_guard run_lock(run_mutex_);  // one job at a time
-    {
-      std::lock_guard lock(mutex_);
-      job_ = Job{fn, context, count, grain, chunks};
-      next_.store(0);
-      done_.store(0);
-      joined_ = 0;
-      ++generation_;
-    }
-    wake_.notify_all();
+    // No worker reads the job now: each left the previous one before it returned.
+    job_ = Job{fn, context, count, grain, chunks};
+    next_.store(0);
+    left_.store(0);
+    generation_.fetch_add(1, std::memory_order_release);
+    signal(mutex_, wake_);
     drain(job_);
-    std::unique_lock lock(mutex_);
-    // Every worker must have taken this job and left it, so none still holds it when the next
-    // job resets the counters.
-    finished_.wait(
-        lock, [&] { return done_.load() == chunks && joined_ == workers_.size() && busy_ == 0; });
+    // Every worker must take this job and leave it, so none still holds it when the next job
+    // resets the counters; once all have left, every chunk is done.
+    const std::size_t workers = workers_.size();
+    await(mutex_, finished_, [&] { return left_.load(std::memory_order_acquire) == workers; });
   }
 
  private:
@@ -61,40 +89,26 @@ class Pool {
       if (chunk >= job.chunks) return;
       const std::size_t begin = chunk * job.grain;
       job.fn(job.context, begin, std::min(job.count, begin + job.grain));
-      if (done_.fetch_add(1) + 1 == job.chunks) {
-        std::lock_guard lock(mutex_);
-        finished_.notify_all();
-      }
     }
   }
 
   void work() {
     tls_in_pool = true;
     uint64_t seen = 0;
-    std::unique_lock lock(mutex_);
     for (;;) {
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      const Job job = job_;
-      ++joined_;
-      ++busy_;
-      lock.unlock();
-      drain(job);
-      lock.lock();
-      if (--busy_ == 0) finished_.notify_all();
+      await(mutex_, wake_,
+            [&] { return stop_.load() || generation_.load(std::memory_order_acquire) != seen; });
+      if (stop_.load()) return;
+      seen = generation_.load(std::memory_order_acquire);
+      drain(job_);
+      if (left_.fetch_add(1, std::memory_order_acq_rel) + 1 == workers_count()) {
+        signal(mutex_, finished_);
+      }
     }
   }
 
-  void stop_workers() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    for (auto& w : workers_) w.join();
-    workers_.clear();
-    stop_ = false;
+  std::size_t workers_count() const noexcept {
+    return static_cast<std::size_t>(threads_.load(std::memory_order_relaxed) - 1);
   }
 
   std::mutex run_mutex_;
@@ -103,11 +117,9 @@ class Pool {
   std::vector<std::thread> workers_;
   std::atomic<int> threads_{1};
   Job job_;
-  uint64_t generation_ = 0;
-  std::size_t joined_ = 0;
-  int busy_ = 0;
-  bool stop_ = false;
-  std::atomic<std::size_t> next_{0}, done_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<std::size_t> next_{0}, left_{0};
 };
 
 int default_threads() {

@@ -47,7 +47,7 @@ constexpr std::size_t kPiece = std::size_t{1} << 15;
 constexpr std::size_t kLongRow = 2 * kPiece;
 // Pieces per round: a round's input is still in cache when its pieces are scanned, so the row
 // is read from memory once.
-constexpr std::size_t kPiecesPerRound = 64;
+constexpr std::size_t kPiecesPerRound = 16;
 // Outputs from this size on are written past the cache: they would not fit it anyway.
 constexpr std::size_t kStreamBytes = std::size_t{32} << 20;
 

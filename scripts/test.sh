@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the Release build, then the same suite under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# Sets up, builds and runs every test: the Release build; the threaded kernels under
+# ThreadSanitizer; then the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 BUILD_DIR=build bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j 2
+
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUMULUS_TSAN=ON \
+  -DCUMULUS_BUILD_BENCH=OFF
+cmake --build build-tsan --target test_ops test_properties test_model
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+build-tsan/tests/test_properties --gtest_filter='ThreadCount*:SumProperty*:LongScan*'
+build-tsan/tests/test_ops --gtest_filter='LargeScans*'
+build-tsan/tests/test_model --gtest_filter='*Concurrent*'
+
 BUILD_DIR=build-asan bash scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUMULUS_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j 2

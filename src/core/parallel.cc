@@ -57,7 +57,9 @@ class Pool {
     workers_.clear();
     stop_.store(false);
     threads_.store(threads, std::memory_order_relaxed);
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+    // New workers wait for the next job, not the last one.
+    const uint64_t current = generation_.load();
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, current] { work(current); });
   }
 
   void run(std::size_t chunks, std::size_t count, std::size_t grain, RangeFn fn,
@@ -92,9 +94,8 @@ class Pool {
     }
   }
 
-  void work() {
+  void work(uint64_t seen) {
     tls_in_pool = true;
-    uint64_t seen = 0;
     for (;;) {
       await(mutex_, wake_,
             [&] { return stop_.load() || generation_.load(std::memory_order_acquire) != seen; });

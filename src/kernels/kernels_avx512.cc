@@ -1,23 +1,5 @@
-// The kernels compiled for the avx512 instruction set (see impl.inc and CMakeLists.txt).
-#include <immintrin.h>
-
-#include <bit>
-#include <cmath>
-#include <cstdint>
-#include <type_traits>
-
-#include "kernels/kernels.h"
-
+// The kernels for the avx512 instruction set; CMakeLists.txt gives this file its flags.
 #define CUMULUS_KERNEL_ISA 5
-
-namespace cumulus::detail {
-namespace {
-#include "kernels/impl.inc"
-}  // namespace
-
-const KernelTable& avx512_kernels() noexcept {
-  static const KernelTable table = make_table("avx512");
-  return table;
-}
-
-}  // namespace cumulus::detail
+#define CUMULUS_KERNEL_TABLE avx512_kernels
+#define CUMULUS_KERNEL_NAME "avx512"
+#include "kernels/table.inc"

@@ -27,16 +27,7 @@ Tensor random_tensor(DType dtype, Shape shape) {
   std::uniform_real_distribution<double> dist(0.5, 1.5);  // products stay finite for a while
   cumulus::visit_dtype(dtype, [&]<class T>(T) {
     T* p = t.data<T>();
-    for (int64_t i = 0; i < t.size(); ++i) {
-      const double v = dist(rng);
-      if constexpr (std::is_same_v<T, cumulus::Float16>) {
-        p[i] = cumulus::to_float16(v);
-      } else if constexpr (std::is_same_v<T, cumulus::BFloat16>) {
-        p[i] = cumulus::to_bfloat16(v);
-      } else {
-        p[i] = static_cast<T>(v);
-      }
-    }
+    for (int64_t i = 0; i < t.size(); ++i) p[i] = cumulus::from_double<T>(dist(rng));
   });
   return t;
 }

@@ -13,29 +13,11 @@ namespace cumulus {
 namespace {
 
 template <class T>
-double as_double(T v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
-    return to_float(v);
-  } else {
-    return static_cast<double>(v);
-  }
-}
-
-template <class T>
 void check_large(int64_t n, ScanOptions options) {
   Tensor x(dtype_of<T>, {n});
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  for (int64_t i = 0; i < n; ++i) {
-    const double v = dist(rng);
-    if constexpr (std::is_same_v<T, Float16>) {
-      x.data<T>()[i] = to_float16(v);
-    } else if constexpr (std::is_same_v<T, BFloat16>) {
-      x.data<T>()[i] = to_bfloat16(v);
-    } else {
-      x.data<T>()[i] = static_cast<T>(v);
-    }
-  }
+  for (int64_t i = 0; i < n; ++i) x.data<T>()[i] = from_double<T>(dist(rng));
   const Tensor streamed = cumsum(x, 0, options);
   Tensor in_place = x.clone();
   cumsum(in_place, 0, in_place.view(), options);
@@ -46,10 +28,10 @@ void check_large(int64_t n, ScanOptions options) {
   for (int64_t s = 0; s < n; ++s) {
     const int64_t i = options.reverse ? n - 1 - s : s;
     const double before = running;
-    running += as_double(x.data<T>()[i]);
+    running += to_double(x.data<T>()[i]);
     if (s % 4099 != 0 && s != n - 1) continue;
     const double want = options.exclusive ? before : running;
-    const double got = as_double(streamed.data<T>()[i]);
+    const double got = to_double(streamed.data<T>()[i]);
     const double ulp = std::is_same_v<T, double>     ? 1e-9
                        : std::is_same_v<T, float>    ? std::ldexp(1.0, -23)
                        : std::is_same_v<T, BFloat16> ? std::ldexp(1.0, -7)

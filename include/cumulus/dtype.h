@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 namespace cumulus {
 
@@ -40,6 +41,27 @@ float to_float(BFloat16 h) noexcept;
 // Rounding straight from double avoids the double rounding of double -> float -> half.
 Float16 to_float16(double v) noexcept;
 BFloat16 to_bfloat16(double v) noexcept;
+
+// Any element type from and to double: the half types through the conversions above,
+// the others as static_cast converts.
+template <class T>
+T from_double(double v) noexcept {
+  if constexpr (std::is_same_v<T, Float16>) {
+    return to_float16(v);
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return to_bfloat16(v);
+  } else {
+    return static_cast<T>(v);
+  }
+}
+template <class T>
+double to_double(T v) noexcept {
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+    return to_float(v);
+  } else {
+    return static_cast<double>(v);
+  }
+}
 
 // Lower-case NumPy-style names: "float32", "bfloat16", "uint64".
 std::string_view dtype_name(DType t) noexcept;

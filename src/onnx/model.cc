@@ -196,17 +196,14 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
     input_ids.push_back(define(in.name(), fmt::format("graph input '{}'", in.name()), type));
     inputs.push_back(std::move(info));
   }
-  constants.resize(names.size());
-  std::vector<const ::onnx::TensorProto*> pending_constants(names.size(), nullptr);
+  std::map<int, const ::onnx::TensorProto*> initializer_of;  // value id -> initializer
   for (const auto& init : graph.initializer()) {
-    if (auto it = ids.find(init.name()); it != ids.end()) {
-      pending_constants[it->second] = &init;
-      continue;
-    }
+    const auto it = ids.find(init.name());
     const int id =
-        define(init.name(), fmt::format("initializer '{}'", init.name()), init.data_type());
-    pending_constants.push_back(&init);
-    (void)id;
+        it != ids.end()
+            ? it->second
+            : define(init.name(), fmt::format("initializer '{}'", init.name()), init.data_type());
+    initializer_of.emplace(id, &init);
   }
 
   // Node outputs, then every node input resolved to a defined name.
@@ -234,7 +231,6 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
     }
     node_output[n] = define(node.output(0), fmt::format("node {}", label), 0);
   }
-  pending_constants.resize(names.size(), nullptr);
   constants.resize(names.size());
   for (int n = 0; n < num_nodes; ++n) {
     const auto& node = graph.node(n);
@@ -430,10 +426,10 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
     for (int v : s.inputs) used[v] = true;
   }
   for (int v : output_ids) used[v] = true;
-  for (std::size_t v = 0; v < names.size(); ++v) {
-    if (pending_constants[v] != nullptr && used[v]) {
+  for (const auto& [v, proto] : initializer_of) {
+    if (used[v]) {
       constants[v] = std::make_shared<Tensor>(
-          tensor_from_proto(*pending_constants[v], fmt::format("initializer '{}'", names[v])));
+          tensor_from_proto(*proto, fmt::format("initializer '{}'", names[v])));
     }
   }
 }

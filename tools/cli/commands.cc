@@ -91,15 +91,7 @@ Tensor random_tensor(DType dtype, Shape shape, std::mt19937_64& rng) {
       for (int64_t i = 0; i < t.size(); ++i) p[i] = static_cast<T>(dist(rng));
     } else {
       std::uniform_real_distribution<double> dist(-1.0, 1.0);
-      for (int64_t i = 0; i < t.size(); ++i) {
-        if constexpr (std::is_same_v<T, Float16>) {
-          p[i] = to_float16(dist(rng));
-        } else if constexpr (std::is_same_v<T, BFloat16>) {
-          p[i] = to_bfloat16(dist(rng));
-        } else {
-          p[i] = static_cast<T>(dist(rng));
-        }
-      }
+      for (int64_t i = 0; i < t.size(); ++i) p[i] = from_double<T>(dist(rng));
     }
   });
   return t;
@@ -122,13 +114,7 @@ Tensor const_tensor(DType dtype, std::string_view text, std::string_view spec) {
       char* end = nullptr;
       const double v = std::strtod(s.c_str(), &end);
       if (s.empty() || end != s.c_str() + s.size()) throw bad();
-      if constexpr (std::is_same_v<T, Float16>) {
-        *t.data<T>() = to_float16(v);
-      } else if constexpr (std::is_same_v<T, BFloat16>) {
-        *t.data<T>() = to_bfloat16(v);
-      } else {
-        *t.data<T>() = static_cast<T>(v);
-      }
+      *t.data<T>() = from_double<T>(v);
     }
   });
   return t;
@@ -226,14 +212,8 @@ constexpr double kRtol = 1e-3;
 constexpr double kAtol = 1e-7;
 
 double as_double(ConstTensorView t, int64_t i) {
-  return visit_dtype(t.dtype, [&]<class T>(T) -> double {
-    const T v = static_cast<const T*>(t.data)[i];
-    if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
-      return to_float(v);
-    } else {
-      return static_cast<double>(v);
-    }
-  });
+  return visit_dtype(t.dtype,
+                     [&]<class T>(T) { return to_double(static_cast<const T*>(t.data)[i]); });
 }
 
 std::string index_string(std::span<const int64_t> shape, int64_t flat) {

@@ -55,14 +55,16 @@ std::string read_all(const fs::path& path) {
   return s.str();
 }
 
-// Runs `cumulus args...` with stdout and stderr captured separately.
-Result cli(const std::vector<std::string>& args) {
+// Runs `cumulus args...` with stdout and stderr captured separately; `env` ("NAME=value") is
+// added to the environment.
+Result cli(const std::vector<std::string>& args, const std::string& env = "") {
   static const TempDir capture;
   static int calls = 0;
   const fs::path out = capture / fmt::format("out{}", calls);
   const fs::path err = capture / fmt::format("err{}", calls);
   ++calls;
-  std::string command = shell_quote(CUMULUS_CLI);
+  std::string command =
+      (env.empty() ? "" : "env " + shell_quote(env) + " ") + shell_quote(CUMULUS_CLI);
   for (const auto& a : args) command += " " + shell_quote(a);
   command += " >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string()) + " </dev/null";
   const int raw = std::system(command.c_str());
@@ -384,6 +386,40 @@ TEST_F(Cli, FailedOutputWriteLeavesNoTemporaryFiles) {
 }
 
 // ---- Bad input ----------------------------------------------------------------------------------
+
+TEST_F(Cli, MemoryLimitRefusesLargeTensorsAndFiles) {
+  const std::string m = model_.string();
+  {
+    const Result r =
+        cli({"run", m, "-i", "x=random:1000x1000", "-i", "axis=const:1", "--memory-limit", "1MiB"});
+    expect_one_error_line(r);
+    EXPECT_THAT(r.err, HasSubstr("a float64 tensor of shape [1000, 1000] needs 8000000 bytes "
+                                 "(7.6 MiB), more than the memory limit of 1048576 bytes"));
+  }
+  {
+    const Result r = cli(
+        {"run", m, "-i", "x=" + x_npy_.string(), "-i", "axis=const:1", "--memory-limit", "120"});
+    expect_one_error_line(r);
+    EXPECT_THAT(r.err, AllOf(HasSubstr("reading '" + x_npy_.string() + "' needs"),
+                             HasSubstr("more than the memory limit of 120 bytes;")));
+  }
+  {
+    const Result r = cli({"run", m, "-i", "x=random:1000x1000", "-i", "axis=const:1"},
+                         "CUMULUS_MEMORY_LIMIT=1M");
+    expect_one_error_line(r);
+    EXPECT_THAT(r.err, HasSubstr("more than the memory limit of 1048576 bytes"));
+  }
+  {
+    const Result r = cli({"run", m, "-i", "x=" + x_npy_.string(), "-i", "axis=const:1"},
+                         "CUMULUS_MEMORY_LIMIT=lots");
+    expect_one_error_line(r);
+    EXPECT_THAT(r.err, HasSubstr("CUMULUS_MEMORY_LIMIT=\"lots\" is not a size"));
+  }
+  const Result ok =
+      cli({"run", m, "-i", "x=" + x_npy_.string(), "-i", "axis=const:1", "--memory-limit", "1MiB"});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(ok.out, y_text_);
+}
 
 TEST_F(Cli, BadInputsExitOneWithOneErrorLine) {
   const std::string m = model_.string();

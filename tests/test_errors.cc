@@ -186,6 +186,28 @@ TEST(TensorErrors, Sizes) {
               HasSubstr("tensor of 2 elements given 3 values"));
 }
 
+TEST(TensorErrors, MemoryLimit) {
+  // Two small inputs that broadcast to 4 TiB: refused before any allocation, with the size.
+  const Tensor column = iota_f32({int64_t{1} << 20, 1});
+  const Tensor row = iota_f32({1, int64_t{1} << 20});
+  const std::vector<ConstTensorView> inputs = {column, row};
+  const auto saved = memory_limit();
+  set_memory_limit(std::size_t{1} << 40);
+  EXPECT_THAT(error_of([&] { sum(inputs); }, ErrorCode::kLimit),
+              AllOf(HasSubstr("a float32 tensor of shape [1048576, 1048576] needs 4398046511104 "
+                              "bytes (4.0 TiB), more than the memory limit of 1099511627776 "
+                              "bytes (1.0 TiB)"),
+                    HasSubstr("CUMULUS_MEMORY_LIMIT")));
+  set_memory_limit(std::size_t{1} << 20);
+  EXPECT_NO_THROW(Tensor(DType::kFloat32, {int64_t{1} << 18}));  // exactly at the limit
+  EXPECT_THAT(
+      error_of([&] { Tensor t(DType::kFloat32, {(int64_t{1} << 18) + 1}); }, ErrorCode::kLimit),
+      HasSubstr("a float32 tensor of shape [262145] needs 1048580 bytes (1.0 MiB), more "
+                "than the memory limit of 1048576 bytes (1.0 MiB)"));
+  set_memory_limit(saved);
+  EXPECT_EQ(memory_limit(), saved);
+}
+
 }  // namespace
 }  // namespace cumulus
 

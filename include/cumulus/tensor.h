@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cumulus/dtype.h"
@@ -21,6 +22,17 @@ using Shape = std::vector<int64_t>;
 int64_t element_count(std::span<const int64_t> shape);
 // "[2, 3]"; "[]" for a scalar.
 std::string shape_string(std::span<const int64_t> shape);
+
+// The largest buffer, in bytes, that the library allocates for one tensor (and the largest file
+// the front end reads). A larger request fails with ErrorCode::kLimit, naming the size it would
+// need, before anything is allocated. Default: the environment variable CUMULUS_MEMORY_LIMIT
+// (bytes, or with a K, M, G or T suffix in powers of 1024) when set, otherwise the memory this
+// machine can hold (physical memory, or the control group's limit when lower). A malformed
+// CUMULUS_MEMORY_LIMIT is reported (kInvalidArgument) by the first call that needs the limit.
+void set_memory_limit(std::size_t bytes);
+std::size_t memory_limit();
+// Throws kLimit when `bytes` exceed memory_limit(); `what` says what they are for.
+void check_memory_limit(std::size_t bytes, std::string_view what);
 
 // A dense, row-major (C order) tensor in memory the caller owns. The shape span must outlive
 // the view.

@@ -1,13 +1,100 @@
 #include "core/memory.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <charconv>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <new>
+#include <optional>
+#include <string>
 
 #include "core/fail.h"
+#include "cumulus/tensor.h"
+
+namespace cumulus {
+namespace {
+
+// "4096", "512M", "2G": bytes, with an optional power-of-1024 suffix.
+std::optional<std::size_t> parse_size(std::string_view text) {
+  std::size_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end == text.data()) return std::nullopt;
+  std::string_view rest(end, static_cast<std::size_t>(text.data() + text.size() - end));
+  if (rest.size() > 1) return std::nullopt;
+  int shift = 0;
+  if (!rest.empty()) {
+    const std::string_view suffixes = "KMGT";
+    const auto at = suffixes.find(static_cast<char>(rest[0] & ~0x20));
+    if (at == std::string_view::npos) return std::nullopt;
+    shift = 10 * static_cast<int>(at + 1);
+  }
+  if (shift != 0 && value > (SIZE_MAX >> shift)) return std::nullopt;
+  return value << shift;
+}
+
+std::size_t machine_memory() noexcept {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  std::size_t bytes = pages > 0 && page > 0
+                          ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
+                          : SIZE_MAX;
+  std::ifstream cgroup("/sys/fs/cgroup/memory.max");  // "max" when the group has no limit
+  std::string text;
+  if (cgroup >> text) {
+    if (const auto limit = parse_size(text); limit && *limit < bytes) bytes = *limit;
+  }
+  return bytes;
+}
+
+std::size_t initial_limit() {
+  if (const char* text = std::getenv("CUMULUS_MEMORY_LIMIT")) {
+    const auto value = parse_size(text);
+    if (!value) {
+      detail::fail(ErrorCode::kInvalidArgument,
+                   "CUMULUS_MEMORY_LIMIT={:?} is not a size (bytes, or a number with K, M, G or "
+                   "T)",
+                   text);
+    }
+    return *value;
+  }
+  return machine_memory();
+}
+
+std::atomic<std::size_t>& limit_storage() {
+  static std::atomic<std::size_t> limit{initial_limit()};
+  return limit;
+}
+
+// "4398046511104 bytes (4.0 TiB)"
+std::string bytes_text(std::size_t bytes) {
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return fmt::format("{} bytes", bytes);
+  auto value = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  for (; value >= 1024 && unit < 5; ++unit) value /= 1024;
+  return fmt::format("{} bytes ({:.1f} {})", bytes, value, units[unit]);
+}
+
+}  // namespace
+
+void set_memory_limit(std::size_t bytes) { limit_storage().store(bytes); }
+std::size_t memory_limit() { return limit_storage().load(); }
+
+void check_memory_limit(std::size_t bytes, std::string_view what) {
+  const std::size_t limit = limit_storage().load();
+  if (bytes <= limit) return;
+  detail::fail(ErrorCode::kLimit,
+               "{} needs {}, more than the memory limit of {}; the limit is set by "
+               "CUMULUS_MEMORY_LIMIT or cumulus::set_memory_limit",
+               what, bytes_text(bytes), bytes_text(limit));
+}
+
+}  // namespace cumulus
 
 namespace cumulus::detail {
 namespace {

@@ -51,6 +51,10 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   }
   // Always allocate, even for empty tensors, so data() is never null.
   const auto bytes = static_cast<std::size_t>(size_ * item);
+  if (bytes > memory_limit()) {
+    check_memory_limit(
+        bytes, fmt::format("a {} tensor of shape {}", dtype_name(dtype_), shape_string(shape_)));
+  }
   detail::Block block{};
   try {
     block = detail::allocate(bytes);

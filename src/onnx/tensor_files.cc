@@ -707,11 +707,16 @@ std::string read_file(const fs::path& path) {
   if (::fstat(fd.get(), &info) != 0) fail_read(errno);
   // One byte more than a regular file's size, so the end shows without growing the buffer; other
   // files (pipes, /proc) report no useful size.
+  const std::string what = fmt::format("reading '{}'", path.string());
+  if (S_ISREG(info.st_mode)) check_memory_limit(static_cast<std::size_t>(info.st_size), what);
   std::string bytes(S_ISREG(info.st_mode) ? static_cast<std::size_t>(info.st_size) + 1 : 65536,
                     '\0');
   std::size_t used = 0;
   for (;;) {
-    if (used == bytes.size()) bytes.resize(2 * bytes.size());
+    if (used == bytes.size()) {
+      check_memory_limit(2 * bytes.size(), what);
+      bytes.resize(2 * bytes.size());
+    }
     const ssize_t n = ::read(fd.get(), bytes.data() + used, bytes.size() - used);
     if (n < 0) {
       if (errno == EINTR) continue;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -415,10 +416,15 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   uint64_t seed = 0;
+  std::optional<uint64_t> memory_cap;
   auto add_common = [&](CLI::App* sub) {
     sub->add_option("--threads", threads, "Threads for the kernels (results do not depend on it)")
         ->check(CLI::Range(1, 256))
         ->capture_default_str();
+    sub->add_option("--memory-limit", memory_cap,
+                    "Largest tensor or file to accept, e.g. 512MiB or 4G (default: "
+                    "CUMULUS_MEMORY_LIMIT, else the machine's memory)")
+        ->transform(CLI::AsSizeValue(false));
   };
   auto add_seed = [&](CLI::App* sub) {
     sub->add_option("--seed", seed, "Seed for random: inputs")->capture_default_str();
@@ -470,6 +476,7 @@ int main(int argc, char** argv) {
   }
   try {
     set_num_threads(threads);
+    if (memory_cap) set_memory_limit(static_cast<std::size_t>(*memory_cap));
     if (*run) return run_command(model_path, inputs, output_dir, format, seed);
     if (*test) return test_command(dirs);
     return perf_command(model_path, inputs, iterations, warmup, json, seed);

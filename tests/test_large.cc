@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <type_traits>
 
 #include "cumulus/ops.h"
 
@@ -54,6 +55,42 @@ TEST(LargeScans, Float16PastTheCache) {
   check_large<Float16>(17'000'003, {.exclusive = true, .reverse = true});
 }
 TEST(LargeScans, BFloat16PastTheCache) { check_large<BFloat16>(17'000'003, {}); }
+
+// Integers: every element against a plain wrapping loop. CumProd draws odd factors, so products
+// never collapse to zero.
+template <class T>
+void check_large_int(int64_t n, bool product, ScanOptions options) {
+  using U = std::make_unsigned_t<T>;
+  Tensor x(dtype_of<T>, {n});
+  std::mt19937_64 rng(11);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto r = static_cast<U>(rng());
+    x.data<T>()[i] = static_cast<T>(product ? U(r | 1u) : r);
+  }
+  const Tensor y = product ? cumprod(x, 0, options) : cumsum(x, 0, options);
+  U running = product ? 1 : 0;
+  for (int64_t s = 0; s < n; ++s) {
+    const int64_t i = options.reverse ? n - 1 - s : s;
+    const U before = running;
+    const auto v = static_cast<U>(x.data<T>()[i]);
+    running = product ? static_cast<U>(running * v) : static_cast<U>(running + v);
+    const U want = options.exclusive ? before : running;
+    ASSERT_EQ(static_cast<U>(y.data<T>()[i]), want) << "element " << i << " (step " << s << ")";
+  }
+}
+
+TEST(LargeScans, IntegersPastTheCache) {
+  for (bool reverse : {false, true}) {
+    for (bool exclusive : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "exclusive " << exclusive << " reverse " << reverse);
+      const ScanOptions o{.exclusive = exclusive, .reverse = reverse};
+      check_large_int<int32_t>(9'000'011, false, o);
+      check_large_int<uint64_t>(4'500'007, false, o);
+      check_large_int<uint32_t>(9'000'011, true, o);
+      check_large_int<int64_t>(4'500'007, true, o);
+    }
+  }
+}
 
 }  // namespace
 }  // namespace cumulus

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 #include <type_traits>
+#include <vector>
 
 #include "cumulus/ops.h"
 
@@ -90,6 +91,46 @@ TEST(LargeScans, IntegersPastTheCache) {
       check_large_int<int64_t>(4'500'007, true, o);
     }
   }
+}
+
+// Sums with outputs past the cache (streamed), each element against the promise written out:
+// the inputs added left to right in double, rounded once.
+template <class T>
+void check_large_sum(const Shape& matrix) {
+  std::mt19937_64 rng(13);
+  std::uniform_real_distribution<double> dist(-100.0, 100.0);
+  const Shape row = {matrix[1]};
+  const Shape column = {matrix[0], 1};
+  std::vector<Tensor> inputs;
+  for (const Shape& s : {matrix, row, matrix, column, Shape{}}) {
+    Tensor t(dtype_of<T>, s);
+    for (int64_t i = 0; i < t.size(); ++i) t.data<T>()[i] = from_double<T>(dist(rng));
+    inputs.push_back(std::move(t));
+  }
+  const std::vector<ConstTensorView> views(inputs.begin(), inputs.end());
+  const Tensor y = sum(views);
+  ASSERT_GE(y.nbytes(), std::size_t{32} << 20);
+  for (int64_t r = 0; r < matrix[0]; ++r) {
+    for (int64_t c = 0; c < matrix[1]; ++c) {
+      const int64_t i = r * matrix[1] + c;
+      double want = to_double(inputs[0].data<T>()[i]);
+      want += to_double(inputs[1].data<T>()[c]);
+      want += to_double(inputs[2].data<T>()[i]);
+      want += to_double(inputs[3].data<T>()[r]);
+      want += to_double(inputs[4].data<T>()[0]);
+      const T got = y.data<T>()[i];
+      const T expected = from_double<T>(want);
+      ASSERT_EQ(std::memcmp(&got, &expected, sizeof(T)), 0)
+          << "element [" << r << ", " << c << "]: got " << to_double(got) << ", want " << want;
+    }
+  }
+}
+
+TEST(LargeSums, PastTheCache) {
+  check_large_sum<float>({3001, 3007});
+  check_large_sum<double>({1501, 3007});
+  check_large_sum<Float16>({4001, 4421});
+  check_large_sum<BFloat16>({4001, 4421});
 }
 
 }  // namespace

@@ -48,8 +48,6 @@ constexpr std::size_t kLongRow = 2 * kPiece;
 // Pieces per round: a round's input is still in cache when its pieces are scanned, so the row
 // is read from memory once.
 constexpr std::size_t kPiecesPerRound = 16;
-// Outputs from this size on are written past the cache: they would not fit it anyway.
-constexpr std::size_t kStreamBytes = std::size_t{32} << 20;
 
 void scan_long_row(const detail::ScanKernels& kernel, const std::byte* x, std::byte* y,
                    std::size_t length, std::size_t item, ScanOptions options) {
@@ -60,7 +58,7 @@ void scan_long_row(const detail::ScanKernels& kernel, const std::byte* x, std::b
     const std::size_t n = std::min(kPiece, length - from_start);
     return std::pair{options.reverse ? length - from_start - n : from_start, n};
   };
-  const bool stream = x != y && length * item >= kStreamBytes;
+  const bool stream = x != y && length * item >= detail::kStreamBytes;
   std::array<detail::Carry, kPiecesPerRound> totals{}, carries{};
   detail::Carry running{};
   for (std::size_t first = 0; first < pieces; first += kPiecesPerRound) {
@@ -137,7 +135,7 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
     return;
   }
   if (inner == 1) {
-    const bool stream = x.data != y.data && bytes >= kStreamBytes;
+    const bool stream = x.data != y.data && bytes >= detail::kStreamBytes;
     const std::size_t grain = std::max<std::size_t>(1, kMinChunkElements / length);
     detail::parallel_for(outer, grain, [&](std::size_t begin, std::size_t end) {
       kernel.rows({xb + begin * slab * item, yb + begin * slab * item, end - begin, length,

@@ -160,6 +160,7 @@ void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions optio
   std::vector<unsigned char> steps(inputs.size());
   for (std::size_t k = 0; k < inputs.size(); ++k) steps[k] = plan.stride(rank - 1, k) == 0 ? 0 : 1;
   const detail::SumKernel kernel = detail::kernels().sum[static_cast<int>(y.dtype)];
+  const bool stream = out_bytes >= detail::kStreamBytes;
 
   const std::size_t grain = std::max<std::size_t>(1, kMinChunkElements / std::min(inner, kRowTile));
   detail::parallel_for(rows * tiles, grain, [&](std::size_t begin, std::size_t end) {
@@ -178,7 +179,7 @@ void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions optio
       }
       kernel({ptrs, steps.data(), inputs.size(),
               static_cast<std::byte*>(y.data) + (row * inner + col) * item,
-              std::min(kRowTile, inner - col)});
+              std::min(kRowTile, inner - col), stream});
     }
   });
 }

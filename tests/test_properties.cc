@@ -1087,6 +1087,97 @@ INSTANTIATE_TEST_SUITE_P(Floats, SumProperty,
                                            DType::kBFloat16),
                          dtype_test_name);
 
+// The vector kernels narrow double sums to float16 and bfloat16 by their own bit operations; a
+// Sum of three halves gives them doubles of every kind: ties and near-ties (b is half a step of
+// a, c nudges it), subnormal results, overflow, NaN and infinities. Every result must be the
+// double sum (a + b) + c rounded once, to nearest even, as the reference's table search rounds it.
+class HalfNarrowing : public ::testing::TestWithParam<DType> {};
+
+TEST_P(HalfNarrowing, SumsRoundOnceToNearestEven) {
+  CUMULUS_SEEDED_RNG(rng);
+  const bool is_f16 = GetParam() == DType::kFloat16;
+  const ref::HalfFormat f = is_f16 ? ref::kBinary16 : ref::kBFloat16;
+  const auto pattern = [&](double v) { return ref::round_to(f, v); };
+  std::vector<uint16_t> a, b, c;
+  const auto add = [&](uint16_t x, uint16_t y, uint16_t z) {
+    a.push_back(x);
+    b.push_back(y);
+    c.push_back(z);
+  };
+  for (uint32_t x = 0; x < 0x10000; ++x) {
+    const double v = ref::decode(f, static_cast<uint16_t>(x));
+    if (!std::isfinite(v) || v == 0) {
+      add(static_cast<uint16_t>(x), static_cast<uint16_t>(rng()), static_cast<uint16_t>(rng()));
+      continue;
+    }
+    // Half a step of v (at v's exponent), exactly representable for most v; then a nudge of a
+    // few steps further down, either sign.
+    const int exponent = std::ilogb(v) - f.mant_bits - 1;
+    const uint16_t half_step = pattern(std::ldexp(v < 0 ? -1.0 : 1.0, exponent));
+    const uint16_t nudge = pattern(std::ldexp((rng() % 2) ? 1.0 : -1.0, exponent - 3 - rng() % 12));
+    add(static_cast<uint16_t>(x), half_step, static_cast<uint16_t>(rng() % 2 ? 0 : nudge));
+    add(static_cast<uint16_t>(x), static_cast<uint16_t>(rng()), static_cast<uint16_t>(rng()));
+  }
+  const Shape shape{static_cast<int64_t>(a.size())};
+  const ConstTensorView inputs[] = {ConstTensorView(GetParam(), shape, a.data()),
+                                    ConstTensorView(GetParam(), shape, b.data()),
+                                    ConstTensorView(GetParam(), shape, c.data())};
+  const Tensor y = cumulus::sum(inputs);
+  const auto* got = static_cast<const uint16_t*>(y.raw());
+  Misses misses(is_f16 ? "float16 narrowing" : "bfloat16 narrowing");
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double sum = (ref::decode(f, a[i]) + ref::decode(f, b[i])) + ref::decode(f, c[i]);
+    const uint16_t want = pattern(sum);
+    const bool same = ref::half_is_nan(f, want) ? ref::half_is_nan(f, got[i]) : got[i] == want;
+    if (!same) {
+      char text[160];
+      std::snprintf(text, sizeof text, "%04x + %04x + %04x = %.17g: got %04x, want %04x", a[i],
+                    b[i], c[i], sum, got[i], want);
+      misses.add(text);
+    }
+  }
+  EXPECT_EQ(misses.count(), 0);
+
+  // Sums of halves are exact below the normal range; products are not. Rows [a, b, 1 x 6]
+  // scanned by CumProd (eight at a time, so through the vector kernels) give a * b (exact in
+  // double) around and below the smallest normal, rounded once, in elements 1 to 7.
+  const uint16_t one_bits = pattern(1.0);
+  std::vector<uint16_t> rows_data;
+  const int low = is_f16 ? -27 : -140;
+  const int high = is_f16 ? -12 : -120;
+  for (int i = 0; i < 100000; ++i) {
+    const int target = low + static_cast<int>(rng() % static_cast<uint64_t>(high - low + 1));
+    const int ea = is_f16 ? -8 + static_cast<int>(rng() % 5) : -70 + static_cast<int>(rng() % 11);
+    const double step = std::ldexp(1.0, -f.mant_bits);
+    const double ma = 1 + static_cast<double>(rng() % (1u << f.mant_bits)) * step;
+    const double mb = 1 + static_cast<double>(rng() % (1u << f.mant_bits)) * step;
+    const double sign = rng() % 2 ? -1.0 : 1.0;
+    rows_data.push_back(pattern(sign * std::ldexp(ma, ea)));
+    rows_data.push_back(pattern(std::ldexp(mb, target - ea)));
+    rows_data.insert(rows_data.end(), 6, one_bits);
+  }
+  const Shape rows{static_cast<int64_t>(rows_data.size() / 8), 8};
+  const Tensor products = cumulus::cumprod(ConstTensorView(GetParam(), rows, rows_data.data()), 1);
+  const auto* p = static_cast<const uint16_t*>(products.raw());
+  Misses product_misses(is_f16 ? "float16 products" : "bfloat16 products");
+  for (std::size_t i = 0; i < rows_data.size(); i += 8) {
+    const double product = ref::decode(f, rows_data[i]) * ref::decode(f, rows_data[i + 1]);
+    const uint16_t want = pattern(product);
+    bool same = p[i] == rows_data[i];
+    for (std::size_t k = 1; k < 8; ++k) same = same && p[i + k] == want;
+    if (!same) {
+      char text[160];
+      std::snprintf(text, sizeof text, "%04x * %04x = %.17g: got %04x, want %04x", rows_data[i],
+                    rows_data[i + 1], product, p[i + 1], want);
+      product_misses.add(text);
+    }
+  }
+  EXPECT_EQ(product_misses.count(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Halves, HalfNarrowing,
+                         ::testing::Values(DType::kFloat16, DType::kBFloat16), dtype_test_name);
+
 std::vector<ConstTensorView> zero_views(const std::vector<Shape>& shapes, const void* data,
                                         DType t = DType::kFloat32) {
   std::vector<ConstTensorView> views;

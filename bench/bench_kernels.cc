@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cumulus/ops.h"
@@ -37,6 +38,28 @@ void memcpy_bench(benchmark::State& state) {
   std::vector<char> src(bytes, 1), dst(bytes, 0);
   for (auto _ : state) {
     std::memcpy(dst.data(), src.data(), bytes);
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(2 * bytes));
+}
+
+// The same copy split over the kernels' thread count, one slice per thread: the floor for
+// multithreaded kernels that read and write these bytes once (threads started per copy, which
+// costs microseconds, so it is registered for large sizes only).
+void memcpy_threads_bench(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  const auto threads = static_cast<std::size_t>(cumulus::num_threads());
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  for (auto _ : state) {
+    std::vector<std::thread> workers;
+    for (std::size_t t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        const std::size_t begin = bytes * t / threads, end = bytes * (t + 1) / threads;
+        std::memcpy(dst.data() + begin, src.data() + begin, end - begin);
+      });
+    }
+    for (auto& w : workers) w.join();
     benchmark::DoNotOptimize(dst.data());
     benchmark::ClobberMemory();
   }
@@ -180,6 +203,13 @@ int main(int argc, char** argv) {
   for (int64_t bytes :
        {int64_t{4} << 10, int64_t{1} << 20, int64_t{16} << 20, int64_t{256} << 20}) {
     benchmark::RegisterBenchmark(("memcpy/" + std::to_string(bytes)).c_str(), memcpy_bench)
+        ->Arg(bytes)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  for (int64_t bytes : {int64_t{16} << 20, int64_t{256} << 20}) {
+    benchmark::RegisterBenchmark(("memcpy_threads/" + std::to_string(bytes)).c_str(),
+                                 memcpy_threads_bench)
         ->Arg(bytes)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);

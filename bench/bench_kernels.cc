@@ -128,6 +128,47 @@ void register_scans() {
   }
 }
 
+// One thread's compute rate: 16384 elements stay in L1/L2 and below the size at which a row is
+// split between threads (and below Sum's parallel grain), so only the calling thread works.
+// Reported in elements per second (ns per element = 1e9 / rate); against the rate memcpy allows
+// per thread, it tells whether a large case can reach the memory bound on this CPU.
+void register_compute() {
+  constexpr int64_t kN = 16384;
+  for (const bool product : {false, true}) {
+    for (DType dtype : cumulus::kAllDTypes) {
+      const std::string name = std::string(product ? "Compute/CumProd/" : "Compute/CumSum/") +
+                               std::string(cumulus::dtype_name(dtype)) + "/" + std::to_string(kN);
+      benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+        const Tensor x = random_tensor(dtype, {kN});
+        Tensor y(dtype, {kN});
+        for (auto _ : state) {
+          product ? cumulus::cumprod(x, 0, y.view()) : cumulus::cumsum(x, 0, y.view());
+          benchmark::ClobberMemory();
+        }
+        state.SetItemsProcessed(state.iterations() * kN);
+      });
+    }
+  }
+  const std::pair<const char*, std::vector<Shape>> sums[] = {
+      {"same_shape_x3", {Shape{4, 4096}, Shape{4, 4096}, Shape{4, 4096}}},
+      {"matrix_row_scalar", {Shape{4, 4096}, Shape{4096}, Shape{}}},
+  };
+  for (const auto& [label, shapes] : sums) {
+    const std::string name = std::string("Compute/Sum/float32/") + label + "/" + std::to_string(kN);
+    benchmark::RegisterBenchmark(name.c_str(), [shapes = shapes](benchmark::State& state) {
+      std::vector<Tensor> inputs;
+      for (const Shape& s : shapes) inputs.push_back(random_tensor(DType::kFloat32, s));
+      const std::vector<cumulus::ConstTensorView> views(inputs.begin(), inputs.end());
+      Tensor y(DType::kFloat32, {4, 4096});
+      for (auto _ : state) {
+        cumulus::sum(views, y.view());
+        benchmark::ClobberMemory();
+      }
+      state.SetItemsProcessed(state.iterations() * kN);
+    });
+  }
+}
+
 struct SumCase {
   const char* name;
   std::vector<Shape> (*shapes)(int64_t n);
@@ -216,6 +257,7 @@ int main(int argc, char** argv) {
   }
   register_scans();
   register_sums();
+  register_compute();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("cumulus_isa", std::string(cumulus::kernel_isa()));

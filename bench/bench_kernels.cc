@@ -99,7 +99,9 @@ void register_scans() {
     for (DType dtype : cumulus::kAllDTypes) {
       for (const Layout& layout : kLayouts) {
         for (int64_t n : kSizes) {
-          const auto [shape, axis] = layout.make(n);
+          // Plain locals: clang before 16 cannot capture structured bindings in a lambda.
+          const Shape shape = layout.make(n).first;
+          const int64_t axis = layout.make(n).second;
           const auto bytes = n * static_cast<int64_t>(cumulus::dtype_size(dtype));
           if (shape.front() == 0 || 2 * bytes > kMaxBytesMoved) continue;
           const std::string name = std::string(product ? "CumProd/" : "CumSum/") +

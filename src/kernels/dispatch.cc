@@ -1,5 +1,7 @@
 // Picks the kernel table once per process: the best instruction set the CPU has, capped by
 // CUMULUS_ISA so tests and users can force a lower path.
+#include <cpuid.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -18,8 +20,10 @@ Isa best_supported() {
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
     return Isa::kAvx512;
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
+  // F16C from CPUID directly: clang before 15 does not know it as a __builtin_cpu_supports name.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) {
     return Isa::kAvx2;
   }
   return Isa::kScalar;

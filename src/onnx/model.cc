@@ -148,6 +148,9 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
     if (!initializers.emplace(init.name(), &init).second) {
       fail(ErrorCode::kInvalidArgument, "{}: initializer '{}' is defined twice", what, init.name());
     }
+    // Also for initializers nothing reads (those are never converted below): external data is
+    // refused whole, as documented.
+    check_no_external_data(init, fmt::format("initializer '{}'", init.name()));
   }
   if (graph.sparse_initializer_size() > 0) {
     fail(ErrorCode::kUnsupported, "{}: sparse initializers are not supported", what);
@@ -444,7 +447,11 @@ std::vector<Tensor> Model::Impl::run(
   for (std::size_t v = 0; v < names.size(); ++v) {
     if (constants[v]) slots[v].view = constants[v]->view();
   }
-  for (const auto& [name, view] : feeds) {
+  for (const auto& feed : feeds) {
+    // Named references rather than a structured binding: clang before 16 cannot capture one in
+    // the lambda below.
+    const std::string& name = feed.first;
+    const ConstTensorView& view = feed.second;
     const auto it = std::find_if(inputs.begin(), inputs.end(),
                                  [&](const ValueInfo& i) { return i.name == name; });
     if (it == inputs.end()) {

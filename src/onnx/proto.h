@@ -13,4 +13,8 @@ namespace cumulus::onnx {
 // it in errors ("initializer 'w'").
 Tensor tensor_from_proto(const ::onnx::TensorProto& proto, std::string_view what);
 
+// Throws (kUnsupported) when the proto keeps its values outside itself (external data): cumulus
+// never opens a file a model names.
+void check_no_external_data(const ::onnx::TensorProto& proto, std::string_view what);
+
 }  // namespace cumulus::onnx

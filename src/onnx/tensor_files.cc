@@ -559,12 +559,16 @@ class TempFile {
 
 }  // namespace
 
-Tensor tensor_from_proto(const ::onnx::TensorProto& proto, std::string_view what) {
+void check_no_external_data(const ::onnx::TensorProto& proto, std::string_view what) {
   if (proto.data_location() == ::onnx::TensorProto::EXTERNAL || proto.external_data_size() > 0) {
     fail(ErrorCode::kUnsupported,
          "{}: external data ({}) is not supported; store the values in the tensor itself", what,
          external_location(proto));
   }
+}
+
+Tensor tensor_from_proto(const ::onnx::TensorProto& proto, std::string_view what) {
+  check_no_external_data(proto, what);
   if (proto.has_segment()) {
     fail(ErrorCode::kUnsupported, "{}: segmented tensors (segment {} to {}) are not supported",
          what, proto.segment().begin(), proto.segment().end());

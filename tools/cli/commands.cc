@@ -34,6 +34,27 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An error message as one printable line: names from a model or a file may hold newlines or
+// terminal escapes, and the CLI promises one line per error.
+std::string one_line(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 struct Feeds {
   std::vector<std::pair<std::string, Tensor>> tensors;
   std::map<std::string, ConstTensorView, std::less<>> views() const {
@@ -342,7 +363,7 @@ int test_command(const std::vector<std::string>& dirs) {
       std::cout << fmt::format("PASS {} ({} data set{})\n", label, sets, sets == 1 ? "" : "s");
     } else {
       ++failed;
-      std::cout << fmt::format("FAIL {}: {}\n", label, failure);
+      std::cout << fmt::format("FAIL {}: {}\n", one_line(label), one_line(failure));
     }
     std::cout.flush();
   }
@@ -481,10 +502,10 @@ int main(int argc, char** argv) {
     if (*test) return test_command(dirs);
     return perf_command(model_path, inputs, iterations, warmup, json, seed);
   } catch (const UsageError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << one_line(e.what()) << "\n";
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << one_line(e.what()) << "\n";
     return kExitBadInput;
   }
 }

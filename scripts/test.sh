@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the Release build; the threaded kernels under
-# ThreadSanitizer; then the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# ThreadSanitizer; the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer;
+# then each fuzz target for a bounded time (FUZZ_SECONDS, default 60; 0 skips them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -18,3 +19,7 @@ build-tsan/tests/test_model --gtest_filter='*Concurrent*'
 BUILD_DIR=build-asan bash scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUMULUS_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j 2
+
+if [ "${FUZZ_SECONDS:-60}" != 0 ]; then
+  FUZZ_SECONDS=${FUZZ_SECONDS:-60} bash scripts/fuzz.sh
+fi

@@ -2,8 +2,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "cumulus/ops.h"
 
@@ -214,16 +221,65 @@ TEST(TensorErrors, MemoryLimit) {
 namespace cumulus {
 namespace {
 
-TEST(Dispatch, HonoursCumulusIsa) {
-  const std::string_view isa = kernel_isa();
-  EXPECT_TRUE(isa == "scalar" || isa == "avx2" || isa == "avx512") << isa;
-  const char* forced = std::getenv("CUMULUS_ISA");
-  if (forced == nullptr) GTEST_SKIP() << "CUMULUS_ISA not set; running " << isa;
-  if (std::string_view(forced) == "scalar") {
-    EXPECT_EQ(isa, "scalar");
-  } else if (std::string_view(forced) == "avx2") {
-    EXPECT_NE(isa, "avx512");
+// The best instruction set this CPU has, read from the kernel's /proc/cpuinfo flags rather than
+// from CPUID as dispatch.cc does, so a wrong test in dispatch.cc cannot hide here.
+std::string best_isa_from_cpuinfo() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::set<std::string> flags;
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (!line.starts_with("flags")) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string w; words >> w;) flags.insert(w);
+    break;
   }
+  EXPECT_FALSE(flags.empty()) << "no flags line in /proc/cpuinfo";
+  auto has = [&](std::initializer_list<const char*> names) {
+    return std::ranges::all_of(names, [&](const char* n) { return flags.contains(n); });
+  };
+  if (has({"avx512f", "avx512vl", "avx512bw", "avx512dq"})) return "avx512";
+  if (has({"avx2", "fma", "f16c"})) return "avx2";
+  return "scalar";
+}
+
+// The default run must use the best set the CPU has, and each CUMULUS_ISA rerun the set it names
+// (or the best, where the CPU has less): a fallback to a lower set fails here.
+TEST(Dispatch, UsesTheBestSetUpToCumulusIsa) {
+  const std::vector<std::string> order = {"scalar", "avx2", "avx512"};
+  const std::string best = best_isa_from_cpuinfo();
+  const char* forced = std::getenv("CUMULUS_ISA");
+  std::string want = best;
+  if (forced != nullptr && *forced != '\0') {
+    const auto cap = std::ranges::find(order, forced);
+    ASSERT_TRUE(cap != order.end()) << "CUMULUS_ISA=" << forced;
+    want = *std::min(cap, std::ranges::find(order, best));
+  }
+  EXPECT_EQ(kernel_isa(), want) << "best in /proc/cpuinfo: " << best
+                                << ", CUMULUS_ISA=" << (forced ? forced : "(unset)");
+}
+
+// In a fresh process (the threadsafe style re-executes this test alone), as the table is chosen
+// once per process: an unknown name is reported by every call, never taken as "no cap".
+TEST(Dispatch, UnknownCumulusIsaIsAnError) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        ::setenv("CUMULUS_ISA", "bogus", 1);
+        const Tensor x = iota_f32({3});
+        for (int call = 0; call < 2; ++call) {
+          try {
+            cumsum(x, 0);
+          } catch (const Error& e) {
+            if (e.code() != ErrorCode::kInvalidArgument) std::_Exit(2);
+            std::fprintf(stderr, "%s\n", e.what());
+            continue;
+          }
+          std::_Exit(1);
+        }
+        std::_Exit(3);
+      },
+      ::testing::ExitedWithCode(3),
+      "CUMULUS_ISA=\"bogus\" is not an instruction set; valid: scalar, avx2, avx512 \\(or "
+      "unset, for the best this CPU has\\)\n.*is not an instruction set");
 }
 
 }  // namespace

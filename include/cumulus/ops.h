@@ -55,8 +55,10 @@ void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions optio
 Tensor sum(std::span<const ConstTensorView> inputs, SumOptions options = {});
 
 // The instruction set of the kernels in use ("scalar", "avx2" or "avx512"): the best this CPU
-// has, or lower if the environment variable CUMULUS_ISA asks for it.
-std::string_view kernel_isa() noexcept;
+// has, or lower if the environment variable CUMULUS_ISA (scalar, avx2 or avx512; unset or empty:
+// no cap) asks for it. Any other CUMULUS_ISA is reported (kInvalidArgument) by this and by every
+// operator call that reaches the kernels.
+std::string_view kernel_isa();
 
 // Threads the kernels may use (default: the hardware's). Results do not depend on it.
 void set_num_threads(int n);

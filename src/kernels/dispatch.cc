@@ -1,11 +1,14 @@
 // Picks the kernel table once per process: the best instruction set the CPU has, capped by
-// CUMULUS_ISA so tests and users can force a lower path.
+// CUMULUS_ISA so tests and users can force a lower path. A CUMULUS_ISA that names no set is an
+// error, not "no cap": a misspelt cap would otherwise run, and test, the wrong kernels.
 #include <cpuid.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
 
+#include "core/fail.h"
 #include "cumulus/ops.h"
 #include "kernels/kernels.h"
 
@@ -29,19 +32,26 @@ Isa best_supported() {
   return Isa::kScalar;
 }
 
-Isa chosen() {
-  Isa isa = best_supported();
-  if (const char* forced = std::getenv("CUMULUS_ISA")) {
-    const std::string_view f(forced);
-    const Isa cap = f == "scalar" ? Isa::kScalar : f == "avx2" ? Isa::kAvx2 : Isa::kAvx512;
-    if (cap < isa) isa = cap;
-  }
-  return isa;
+// The cap CUMULUS_ISA sets; unset or empty: none.
+Isa isa_cap() {
+  const char* text = std::getenv("CUMULUS_ISA");
+  if (text == nullptr || *text == '\0') return Isa::kAvx512;
+  const std::string_view name(text);
+  if (name == "scalar") return Isa::kScalar;
+  if (name == "avx2") return Isa::kAvx2;
+  if (name == "avx512") return Isa::kAvx512;
+  fail(ErrorCode::kInvalidArgument,
+       "CUMULUS_ISA={:?} is not an instruction set; valid: scalar, avx2, avx512 (or unset, for "
+       "the best this CPU has)",
+       name);
 }
+
+Isa chosen() { return std::min(best_supported(), isa_cap()); }
 
 }  // namespace
 
-const KernelTable& kernels() noexcept {
+// A throwing initialiser leaves the static unset, so every later call reports the error again.
+const KernelTable& kernels() {
   static const KernelTable& table = []() -> const KernelTable& {
     switch (chosen()) {
       case Isa::kAvx512:
@@ -59,5 +69,5 @@ const KernelTable& kernels() noexcept {
 }  // namespace cumulus::detail
 
 namespace cumulus {
-std::string_view kernel_isa() noexcept { return detail::kernels().isa; }
+std::string_view kernel_isa() { return detail::kernels().isa; }
 }  // namespace cumulus

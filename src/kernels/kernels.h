@@ -75,8 +75,9 @@ struct KernelTable {
 };
 
 // The table for the best instruction set this CPU has, capped by the environment variable
-// CUMULUS_ISA (scalar, avx2, avx512). Chosen once per process.
-const KernelTable& kernels() noexcept;
+// CUMULUS_ISA (scalar, avx2, avx512). Chosen once per process; any other CUMULUS_ISA throws
+// (kInvalidArgument) from every call.
+const KernelTable& kernels();
 
 const KernelTable& scalar_kernels() noexcept;
 const KernelTable& avx2_kernels() noexcept;

@@ -496,6 +496,8 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : kExitUsage;
   }
   try {
+    // A bad CUMULUS_ISA stops every command here, not each test case of `test` on its own.
+    kernel_isa();
     set_num_threads(threads);
     if (memory_cap) set_memory_limit(static_cast<std::size_t>(*memory_cap));
     if (*run) return run_command(model_path, inputs, output_dir, format, seed);

@@ -1,0 +1,58 @@
+# The README's sample output (its ``` block that starts with "$ cumulus run") must be what
+# examples/run.sh prints: the block's lines up to each "..." line appear, in order, as whole
+# consecutive lines of the real output; a block that does not end in "..." must end where that
+# command's output ends. Text is searched as text, never split into CMake lists, which would
+# mangle the brackets and semicolons of printed arrays.
+file(READ "${README}" readme)
+string(FIND "${readme}" "\n```\n$ cumulus run " start)
+if(start EQUAL -1)
+  message(FATAL_ERROR "${README} has no ``` block starting with '$ cumulus run'")
+endif()
+math(EXPR start "${start} + 5")
+string(SUBSTRING "${readme}" ${start} -1 block)
+string(FIND "${block}" "\n```" end)
+if(end EQUAL -1)
+  message(FATAL_ERROR "the '$ cumulus run' block of ${README} is not closed")
+endif()
+math(EXPR end "${end} + 1")
+string(SUBSTRING "${block}" 0 ${end} block)
+
+execute_process(COMMAND bash "${RUN_SH}" "${CUMULUS}" RESULT_VARIABLE rc OUTPUT_VARIABLE output
+                ERROR_VARIABLE errors)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${RUN_SH} failed (${rc}): ${errors}")
+endif()
+
+# Each segment between "..." lines is searched for after the previous one, at a line start.
+set(rest "\n${output}")
+set(pending "${block}")
+set(segments 0)
+while(NOT pending STREQUAL "")
+  string(FIND "\n${pending}" "\n...\n" cut)
+  if(cut EQUAL -1)
+    set(segment "${pending}")
+    set(pending "")
+    set(open_end FALSE)
+  else()
+    string(SUBSTRING "${pending}" 0 ${cut} segment)
+    math(EXPR after "${cut} + 4")
+    string(SUBSTRING "${pending}" ${after} -1 pending)
+    set(open_end TRUE)
+  endif()
+  if(segment STREQUAL "")
+    continue()
+  endif()
+  math(EXPR segments "${segments} + 1")
+  string(FIND "${rest}" "\n${segment}" found)
+  if(found EQUAL -1)
+    message(FATAL_ERROR "README.md shows\n${segment}but ${RUN_SH} prints\n${output}")
+  endif()
+  string(LENGTH "\n${segment}" length)
+  math(EXPR found "${found} + ${length} - 1")
+  string(SUBSTRING "${rest}" ${found} -1 rest)
+  if(NOT open_end AND NOT rest MATCHES "^\n(\n|$)")
+    message(FATAL_ERROR "README.md shows\n${segment}as the whole output, but ${RUN_SH} prints "
+                        "more:\n${output}")
+  endif()
+endwhile()
+message(STATUS "README.md's sample output (${segments} part(s)) matches ${RUN_SH}")

@@ -389,9 +389,13 @@ std::vector<Exact> sum_float(const std::vector<std::vector<T>>& inputs,
 // ---------------------------------------------------------------------------------------------
 // Comparing a library result with the reference.
 
-inline std::string quad_string(Quad q) {
-  return std::to_string(static_cast<double>(q));  // enough to read a failure report
+// Enough digits to read a failure report, and tiny values not shown as 0.000000.
+inline std::string double_string(double d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", d);
+  return text;
 }
+inline std::string quad_string(Quad q) { return double_string(static_cast<double>(q)); }
 
 // Whether `got` is `want` exactly: any NaN for a NaN, else the same bits (so a zero of the same
 // sign).
@@ -415,7 +419,7 @@ std::string check_float(T got, const Exact& e) {
   const bool got_nan = Num<T>::nan(got);
   if (is_nan(e.value) || got_nan) {
     if (is_nan(e.value) && got_nan) return {};
-    return "expected " + quad_string(e.value) + ", got " + std::to_string(Num<T>::to_double(got));
+    return "expected " + quad_string(e.value) + ", got " + double_string(Num<T>::to_double(got));
   }
   if constexpr (std::is_same_v<T, double>) {
     const double want = Num<double>::round(e.value);
@@ -427,14 +431,14 @@ std::string check_float(T got, const Exact& e) {
     } else if (err <= tol) {
       return {};
     }
-    return "expected " + quad_string(e.value) + ", got " + std::to_string(got) + " (error " +
+    return "expected " + quad_string(e.value) + ", got " + double_string(got) + " (error " +
            quad_string(err) + " > tolerance " + quad_string(tol) + ")";
   } else {
     const T want = Num<T>::round(e.value);
     const int64_t d = ulp_distance(got, want);
     if (d <= 1) return {};
-    return "expected " + std::to_string(Num<T>::to_double(want)) + " (exact " +
-           quad_string(e.value) + "), got " + std::to_string(Num<T>::to_double(got)) + ", " +
+    return "expected " + double_string(Num<T>::to_double(want)) + " (exact " +
+           quad_string(e.value) + "), got " + double_string(Num<T>::to_double(got)) + ", " +
            (d == kNoMatch ? std::string("a different value") : std::to_string(d) + " ulps away");
   }
 }

@@ -11,6 +11,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -180,7 +181,8 @@ auto bits_of(T x) {
 }
 
 // Position of a non-NaN value on the number line counted in representable steps; +0 and -0 share
-// position 0, so |ordinal(a) - ordinal(b)| is the distance in ulps (infinity is one past the max).
+// position 0 and infinity is one past the largest finite value. A position, not a comparison:
+// compare with ulp_distance.
 template <class T>
 int64_t ordinal(T x) {
   const auto b = static_cast<uint64_t>(bits_of(x));
@@ -189,8 +191,24 @@ int64_t ordinal(T x) {
   return (b >> (kWidth - 1)) != 0 ? -static_cast<int64_t>(magnitude)
                                   : static_cast<int64_t>(magnitude);
 }
+
+// Never within any tolerance.
+inline constexpr int64_t kNoMatch = std::numeric_limits<int64_t>::max();
+
+// The distance in ulps between two values, for comparing a result with the one wanted. Where IEEE
+// tells values apart that no number of ulps separates, they never match: +0 and -0 (kNoMatch, not
+// 0), an infinity and anything but itself (not 1 step past the largest finite value), NaN and
+// anything but a NaN (any NaN matches any NaN). Between finite non-zero values, or a zero and a
+// non-zero value, it is the number of representable steps.
 template <class T>
 int64_t ulp_distance(T a, T b) {
+  const bool a_nan = Num<T>::nan(a);
+  if (a_nan || Num<T>::nan(b)) return a_nan && Num<T>::nan(b) ? 0 : kNoMatch;
+  const double da = Num<T>::to_double(a);
+  const double db = Num<T>::to_double(b);
+  if (std::isinf(da) || std::isinf(db) || (da == 0 && db == 0)) {
+    return bits_of(a) == bits_of(b) ? 0 : kNoMatch;
+  }
   const int64_t d = ordinal(a) - ordinal(b);
   return d < 0 ? -d : d;
 }
@@ -371,12 +389,27 @@ std::vector<Exact> sum_float(const std::vector<std::vector<T>>& inputs,
 // ---------------------------------------------------------------------------------------------
 // Comparing a library result with the reference.
 
-inline std::string quad_string(Quad q) {
-  return std::to_string(static_cast<double>(q));  // enough to read a failure report
+// Enough digits to read a failure report, and tiny values not shown as 0.000000.
+inline std::string double_string(double d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", d);
+  return text;
+}
+inline std::string quad_string(Quad q) { return double_string(static_cast<double>(q)); }
+
+// Whether `got` is `want` exactly: any NaN for a NaN, else the same bits (so a zero of the same
+// sign).
+template <class T>
+bool same_value(T got, T want) {
+  if (Num<T>::nan(want) || Num<T>::nan(got)) return Num<T>::nan(want) && Num<T>::nan(got);
+  return bits_of(got) == bits_of(want);
 }
 
 // Empty when `got` meets the promise for the exact value `e`, else a description of the miss.
-//   float32, float16, bfloat16: within 1 ulp of the exactly rounded value (NaN iff NaN).
+// For every type a NaN matches only a NaN, an infinity only the same infinity, and a zero
+// expected (the exact value rounded) must come out as a zero of the same sign when it comes out
+// as a zero.
+//   float32, float16, bfloat16: within 1 ulp of the exactly rounded value (see ulp_distance).
 //   float64: the library accumulates in double along some fixed tree. Each of the at most
 //     terms - 1 additions (multiplications) is off by at most 2^-53 relative, so the classic
 //     bound is |got - exact| <= (terms - 1) * 2^-53 * magnitude (+ O(2^-106)); we allow
@@ -386,27 +419,44 @@ std::string check_float(T got, const Exact& e) {
   const bool got_nan = Num<T>::nan(got);
   if (is_nan(e.value) || got_nan) {
     if (is_nan(e.value) && got_nan) return {};
-    return "expected " + quad_string(e.value) + ", got " + std::to_string(Num<T>::to_double(got));
+    return "expected " + quad_string(e.value) + ", got " + double_string(Num<T>::to_double(got));
   }
   if constexpr (std::is_same_v<T, double>) {
+    const double want = Num<double>::round(e.value);
     const Quad err = abs(static_cast<Quad>(got) - e.value);
     const Quad tol = static_cast<Quad>(e.terms + 1) * std::ldexp(1.0, -53) * e.magnitude +
                      std::numeric_limits<double>::denorm_min();
-    if (std::isinf(got) || std::isinf(static_cast<double>(e.value))) {
-      if (got == static_cast<double>(e.value)) return {};
+    if (std::isinf(got) || std::isinf(want) || (got == 0 && want == 0)) {
+      if (same_value(got, want)) return {};
     } else if (err <= tol) {
       return {};
     }
-    return "expected " + quad_string(e.value) + ", got " + std::to_string(got) + " (error " +
+    return "expected " + quad_string(e.value) + ", got " + double_string(got) + " (error " +
            quad_string(err) + " > tolerance " + quad_string(tol) + ")";
   } else {
     const T want = Num<T>::round(e.value);
     const int64_t d = ulp_distance(got, want);
     if (d <= 1) return {};
-    return "expected " + std::to_string(Num<T>::to_double(want)) + " (exact " +
-           quad_string(e.value) + "), got " + std::to_string(Num<T>::to_double(got)) + ", " +
-           std::to_string(d) + " ulps away";
+    return "expected " + double_string(Num<T>::to_double(want)) + " (exact " +
+           quad_string(e.value) + "), got " + double_string(Num<T>::to_double(got)) + ", " +
+           (d == kNoMatch ? std::string("a different value") : std::to_string(d) + " ulps away");
   }
+}
+
+// Empty when `got` is the exact value `e` rounded once to nearest even, bit for bit (any NaN for
+// a NaN). This is the promise itself, for data where double accumulation provably makes no error:
+// every partial result exact in double, whatever the order of the operations.
+template <class T>
+std::string check_float_exact(T got, const Exact& e) {
+  const T want = Num<T>::round(e.value);
+  if (same_value(got, want)) return {};
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "expected %.17g (bits %#llx, exact %.17g), got %.17g (bits %#llx)",
+                Num<T>::to_double(want), static_cast<unsigned long long>(bits_of(want)),
+                static_cast<double>(e.value), Num<T>::to_double(got),
+                static_cast<unsigned long long>(bits_of(got)));
+  return text;
 }
 
 }  // namespace ref

@@ -3,10 +3,13 @@
 // Every random test prints its seed; set CUMULUS_TEST_SEED to run with another one. The promises
 // checked are DESIGN.md's: integers exact with wraparound; float32, float16 and bfloat16 within
 // 1 ulp of the exactly rounded result; float64 within the error bound of double accumulation;
-// identical bits for any thread count.
+// signed zeros, infinities and NaN exactly as IEEE arithmetic gives them; identical bits for any
+// thread count. Where the data make every partial result exact in double, every floating type is
+// held to the promise itself: the exact result rounded once, bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -176,6 +179,103 @@ void sprinkle_specials(Rng& rng, std::vector<T>& v) {
   }
 }
 
+// Data whose every partial result is exact in double, in any order and grouping. The kernels
+// accumulate in double and round once, so on such data they make no error at all: each output must
+// be the exact result rounded once, bit for bit, ties to even, overflow to infinity and subnormal
+// results included.
+//
+// Sums: values on one grid, +-m * 2^e with m < 2^bits and e in [low, low + span]. They are
+// multiples of 2^low below 2^(low + span + bits), so a sum of at most `terms` of them is a multiple
+// of 2^low below 2^(bit_width(terms) + low + span + bits) <= 2^(low + 53).
+struct ExactGrid {
+  int bits;
+  int low;
+  int span;
+};
+
+// The significand width of T and the exponents of its smallest subnormal and of 2^(emax + 1).
+template <class T>
+constexpr std::array<int, 3> kFormat = std::is_same_v<T, float>     ? std::array{24, -149, 128}
+                                       : std::is_same_v<T, double>  ? std::array{53, -1074, 1024}
+                                       : std::is_same_v<T, Float16> ? std::array{11, -24, 16}
+                                                                    : std::array{8, -133, 128};
+
+template <class T>
+ExactGrid exact_grid(Rng& rng, int64_t terms) {
+  const auto [digits, min_exp, max_exp] = kFormat<T>;
+  const int budget = 53 - static_cast<int>(std::bit_width(static_cast<uint64_t>(terms)));
+  const int bits = std::min(digits, budget - 8);
+  const int span = static_cast<int>(
+      rng() % static_cast<uint64_t>(std::min(budget - bits, max_exp - min_exp - bits) + 1));
+  // The largest value representable in T, and sums far below double's overflow.
+  const int top = std::min(max_exp - bits - span, 1023 - 53);
+  const int low = min_exp + static_cast<int>(rng() % static_cast<uint64_t>(top - min_exp + 1));
+  return {bits, low, span};
+}
+
+template <class T>
+std::vector<T> exact_sum_data(Rng& rng, const ExactGrid& grid, int64_t n) {
+  std::vector<T> v(static_cast<size_t>(n));
+  for (T& x : v) {
+    const auto m = static_cast<double>(rng() >> (64 - grid.bits));
+    const int e = grid.low + static_cast<int>(rng() % static_cast<uint64_t>(grid.span + 1));
+    const double d = std::ldexp(rng() % 2 != 0 ? -m : m, e);
+    x = from_double<T>(d);
+    EXPECT_EQ(ref::Num<T>::to_double(x), d) << "not on the grid: the test's own mistake";
+  }
+  return v;
+}
+
+// Products along `axis`: +-2^k times odd integers whose product over each line stays at most 2^53
+// (so every partial product's significand fits in double), the |k| of a line adding up to at most
+// 900 (so every partial product stays inside double's normal range). The k drift up or down in
+// some tensors, so that products overflow T or pass through its subnormals.
+template <class T>
+std::vector<T> exact_product_data(Rng& rng, const Shape& shape, int64_t axis) {
+  static constexpr uint64_t kOdd[] = {1, 1, 1, 1, 3, 5, 7, 9, 11, 13, 15, 17};
+  const int64_t n = ref::count_of(shape);
+  const int64_t length = shape[static_cast<size_t>(axis)];
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+  const int64_t lines = length == 0 ? 0 : n / length;
+  std::vector<uint64_t> odd_product(static_cast<size_t>(lines), 1);
+  std::vector<int> exponents(static_cast<size_t>(lines), 0);
+  const int drift = static_cast<int>(rng() % 5) - 2;
+  std::vector<T> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const auto line = static_cast<size_t>(i / (length * inner) * inner + i % inner);
+    uint64_t odd = kOdd[rng() % std::size(kOdd)];
+    if (odd_product[line] * odd > (uint64_t{1} << 53)) odd = 1;
+    odd_product[line] *= odd;
+    int k = drift + static_cast<int>(rng() % 3) - 1;
+    if (exponents[line] + std::abs(k) > 900) k = 0;
+    exponents[line] += std::abs(k);
+    const double d = std::ldexp(static_cast<double>(odd) * (rng() % 2 != 0 ? -1 : 1), k);
+    v[static_cast<size_t>(i)] = from_double<T>(d);
+  }
+  return v;
+}
+
+// Exact data for a scan along `axis` (normalised).
+template <class T>
+std::vector<T> exact_data(Rng& rng, Scan op, const Shape& shape, int64_t axis) {
+  if (op == Scan::kProd) return exact_product_data<T>(rng, shape, axis);
+  const ExactGrid grid = exact_grid<T>(rng, std::max<int64_t>(1, shape[static_cast<size_t>(axis)]));
+  return exact_sum_data<T>(rng, grid, ref::count_of(shape));
+}
+
+// Now and then a signed zero, an infinity or a NaN: values that keep every result exact. Rare, as
+// each one decides the rest of its line.
+template <class T>
+void sprinkle_exact_specials(Rng& rng, std::vector<T>& v) {
+  const double specials[] = {std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::quiet_NaN(), -0.0, 0.0};
+  for (T& e : v) {
+    if (rng() % 256 == 0) e = from_double<T>(specials[rng() % std::size(specials)]);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Calling the library with different buffer arrangements.
 
@@ -195,6 +295,35 @@ const char* buffers_name(Buffers b) {
   }
   return "allocating";
 }
+
+Buffers random_buffers(Rng& rng) { return kAllBuffers[rng() % std::size(kAllBuffers)]; }
+
+// How many scans ran in each combination of buffers, exclusive, reverse and axis spelling, so a
+// test that draws them independently can require that every combination was reached.
+class ScanCoverage {
+ public:
+  void add(Buffers mode, ScanOptions o, bool negative_axis) {
+    ++counts_[index(mode, o.exclusive, o.reverse, negative_axis)];
+  }
+  void expect_all_reached(const std::string& what) const {
+    for (const Buffers mode : kAllBuffers) {
+      for (int k = 0; k < 8; ++k) {
+        const bool exclusive = (k & 1) != 0, reverse = (k & 2) != 0, negative = (k & 4) != 0;
+        EXPECT_GT(counts_[index(mode, exclusive, reverse, negative)], 0)
+            << what << ": no scan with buffers=" << buffers_name(mode) << " exclusive=" << exclusive
+            << " reverse=" << reverse
+            << (negative ? " and a negative axis" : " and a non-negative axis");
+      }
+    }
+  }
+
+ private:
+  static size_t index(Buffers mode, bool exclusive, bool reverse, bool negative_axis) {
+    return static_cast<size_t>(mode) * 8 + (exclusive ? 1 : 0) + (reverse ? 2 : 0) +
+           (negative_axis ? 4 : 0);
+  }
+  std::array<int64_t, 32> counts_{};
+};
 
 void lib_scan(Scan op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions o) {
   if (op == Scan::kSum) {
@@ -264,10 +393,14 @@ std::vector<T> run_scan(Scan op, const std::vector<T>& x, const Shape& shape, in
   return {y.data<T>(), y.data<T>() + n};
 }
 
+// How a floating result is compared with the reference: within the promised tolerance, or bit
+// for bit (for data whose partial results are all exact in double).
+enum class Compare { kWithinPromise, kBitForBit };
+
 // Checks one scan against the reference; returns the number of wrong elements.
 template <class T>
 int64_t check_scan(Scan op, const std::vector<T>& x, const Shape& shape, int64_t axis,
-                   ScanOptions o, Buffers mode) {
+                   ScanOptions o, Buffers mode, Compare compare = Compare::kWithinPromise) {
   const std::vector<T> got = run_scan(op, x, shape, axis, o, mode);
   const std::string what =
       std::string(scan_name(op)) + " " + std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) +
@@ -287,7 +420,9 @@ int64_t check_scan(Scan op, const std::vector<T>& x, const Shape& shape, int64_t
     const std::vector<ref::Exact> want =
         ref::scan_float(op, x, shape, axis, o.exclusive, o.reverse);
     for (size_t i = 0; i < x.size(); ++i) {
-      const std::string miss = ref::check_float(got[i], want[i]);
+      const std::string miss = compare == Compare::kBitForBit
+                                   ? ref::check_float_exact(got[i], want[i])
+                                   : ref::check_float(got[i], want[i]);
       if (!miss.empty()) misses.add("element " + std::to_string(i) + ": " + miss);
     }
   }
@@ -321,8 +456,9 @@ Shape random_shape(Rng& rng, int rank, int64_t budget, bool short_only = false) 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Random scans: every dtype, ranks 1-6, every axis (both spellings), every attribute combination,
-// both operators, all buffer arrangements.
+// Random scans: every dtype, ranks 1-6, every axis, every attribute combination, both operators;
+// the axis spelling and the buffer arrangement drawn at random for each scan, independently of
+// the attributes and of each other, and every combination of the four required to occur.
 
 std::string dtype_test_name(const ::testing::TestParamInfo<DType>& param_info) {
   return std::string(cumulus::dtype_name(param_info.param));
@@ -335,6 +471,7 @@ TEST_P(ScanProperty, MatchesReference) {
   int64_t calls = 0;
   int64_t wrong = 0;
   int64_t elements = 0;
+  ScanCoverage coverage[2];  // CumSum, CumProd
   cumulus::visit_dtype(GetParam(), [&]<class T>(T) {
     for (int c = 0; c < 36; ++c) {
       const int rank = 1 + c % 6;
@@ -345,9 +482,10 @@ TEST_P(ScanProperty, MatchesReference) {
         for (int a = 0; a < rank; ++a) {
           for (int k = 0; k < 4; ++k) {
             const ScanOptions o{.exclusive = (k & 1) != 0, .reverse = (k & 2) != 0};
-            // Each axis in both spellings, each arrangement of buffers in turn.
-            const int64_t axis = (calls % 2 == 0) ? a : a - rank;
-            wrong += check_scan(op, x, shape, axis, o, kAllBuffers[calls % 4]);
+            const bool negative = rng() % 2 != 0;
+            const Buffers mode = random_buffers(rng);
+            wrong += check_scan(op, x, shape, negative ? a - rank : a, o, mode);
+            coverage[op == Scan::kSum ? 0 : 1].add(mode, o, negative);
             ++calls;
             elements += static_cast<int64_t>(x.size());
           }
@@ -355,6 +493,8 @@ TEST_P(ScanProperty, MatchesReference) {
       }
     }
   });
+  coverage[0].expect_all_reached("CumSum");
+  coverage[1].expect_all_reached("CumProd");
   RecordProperty("elements", std::to_string(elements));
   std::printf("[ checked  ] %lld scans, %lld elements\n", static_cast<long long>(calls),
               static_cast<long long>(elements));
@@ -364,6 +504,49 @@ TEST_P(ScanProperty, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, ScanProperty, ::testing::ValuesIn(cumulus::kAllDTypes),
+                         dtype_test_name);
+
+// Data whose partial results are all exact in double (see exact_grid): every output must be the
+// exact prefix rounded once, bit for bit, where the 1-ulp check above would let a wrong rounding
+// (truncation, a double rounding, max-finite for infinity, +0 for -0) pass. The whole cross
+// product of buffers, attributes and axis spelling, three times over for each operator, each time
+// with its own shape, axis and data; signed zeros, infinities and NaN in half of them.
+class ExactScan : public ::testing::TestWithParam<DType> {};
+
+TEST_P(ExactScan, RoundsOnceBitForBit) {
+  CUMULUS_SEEDED_RNG(rng);
+  cumulus::visit_dtype(GetParam(), [&]<class T>(T) {
+    if constexpr (ref::kIsFloat<T>) {
+      int64_t wrong = 0;
+      int64_t elements = 0;
+      for (int round = 0; round < 3; ++round) {
+        for (const Buffers mode : kAllBuffers) {
+          for (int k = 0; k < 8; ++k) {
+            const ScanOptions o{.exclusive = (k & 1) != 0, .reverse = (k & 2) != 0};
+            const bool negative = (k & 4) != 0;
+            for (const Scan op : {Scan::kSum, Scan::kProd}) {
+              const Shape shape = random_shape(rng, 1 + static_cast<int>(rng() % 4), 1200);
+              const auto rank = static_cast<int64_t>(shape.size());
+              const auto a = static_cast<int64_t>(rng() % shape.size());
+              std::vector<T> x = exact_data<T>(rng, op, shape, a);
+              if (rng() % 2 == 0) sprinkle_exact_specials(rng, x);
+              wrong +=
+                  check_scan(op, x, shape, negative ? a - rank : a, o, mode, Compare::kBitForBit);
+              elements += static_cast<int64_t>(x.size());
+            }
+          }
+        }
+      }
+      std::printf("[ checked  ] %lld elements\n", static_cast<long long>(elements));
+      EXPECT_GT(elements, 50000);
+      EXPECT_EQ(wrong, 0);
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Floats, ExactScan,
+                         ::testing::Values(DType::kFloat32, DType::kFloat64, DType::kFloat16,
+                                           DType::kBFloat16),
                          dtype_test_name);
 
 TEST(ScanErrors, RankZeroAndOutOfRangeAxesAreErrors) {
@@ -406,6 +589,20 @@ void check_long_scan(Rng& rng, int64_t n) {
               0);
   }
   EXPECT_EQ(check_scan(Scan::kSum, x, {n}, -1, {.exclusive = true}, Buffers::kMisaligned), 0);
+  // Exact data (see exact_grid): every output bit for bit, across the pieces of the long row.
+  const std::vector<T> e = exact_data<T>(rng, Scan::kSum, {n}, 0);
+  EXPECT_EQ(check_scan(Scan::kSum, e, {n}, 0, {}, Buffers::kSeparate, Compare::kBitForBit), 0);
+  EXPECT_EQ(check_scan(Scan::kSum, e, {n}, -1, {.exclusive = true, .reverse = true},
+                       Buffers::kInPlace, Compare::kBitForBit),
+            0);
+  // -0 throughout but for one +0 a quarter from the end: the carries between pieces keep the
+  // sign of zero, so every output before that +0 (in scan order) is -0.
+  std::vector<T> zeros(static_cast<size_t>(n), from_double<T>(-0.0));
+  zeros[static_cast<size_t>(n - n / 4)] = from_double<T>(0.0);
+  for (int k = 0; k < 4; ++k) {
+    const ScanOptions o{.exclusive = (k & 1) != 0, .reverse = (k & 2) != 0};
+    EXPECT_EQ(check_scan(Scan::kSum, zeros, {n}, 0, o, Buffers::kSeparate, Compare::kBitForBit), 0);
+  }
 }
 
 TEST(LongScan, Float32TwoHundredThousand) {
@@ -459,15 +656,15 @@ std::vector<T> scan_1d(Scan op, const std::vector<T>& x, ScanOptions o = {}) {
   return run_scan(op, x, {static_cast<int64_t>(x.size())}, 0, o, Buffers::kSeparate);
 }
 
-// Every arrangement and attribute combination on a 2-D layout of the same values.
+// Every axis in both spellings, every attribute combination, every arrangement of buffers: the
+// whole cross product over the same values.
 template <class T>
 void check_all_ways(Scan op, const std::vector<T>& x, const Shape& shape) {
-  int call = 0;
   for (int64_t axis = -static_cast<int64_t>(shape.size());
        axis < static_cast<int64_t>(shape.size()); ++axis) {
     for (int k = 0; k < 4; ++k) {
       const ScanOptions o{.exclusive = (k & 1) != 0, .reverse = (k & 2) != 0};
-      EXPECT_EQ(check_scan(op, x, shape, axis, o, kAllBuffers[call++ % 4]), 0);
+      for (const Buffers mode : kAllBuffers) EXPECT_EQ(check_scan(op, x, shape, axis, o, mode), 0);
     }
   }
 }
@@ -558,9 +755,9 @@ void check_nan_propagation(Rng& rng) {
       const int64_t nc = static_cast<int64_t>(rng() % 9);
       x[static_cast<size_t>(nr * 9 + nc)] = from_double<T>(nan);
       for (const int64_t axis : {0, 1, -1, -2}) {
-        for (int k = 0; k < 4; ++k) {
+        for (int k = 0; k < 16; ++k) {
           const ScanOptions o{.exclusive = (k & 1) != 0, .reverse = (k & 2) != 0};
-          const std::vector<T> y = run_scan(op, x, shape, axis, o, kAllBuffers[(trial + k) % 4]);
+          const std::vector<T> y = run_scan(op, x, shape, axis, o, kAllBuffers[k / 4]);
           const bool along_rows = axis == 1 || axis == -1;
           for (int64_t r = 0; r < 5; ++r) {
             for (int64_t c = 0; c < 9; ++c) {
@@ -572,8 +769,8 @@ void check_nan_propagation(Rng& rng) {
               const bool is_nan = std::isnan(as_double(y[static_cast<size_t>(r * 9 + c)]));
               EXPECT_EQ(is_nan, want_nan)
                   << scan_name(op) << " axis " << axis << " exclusive " << o.exclusive
-                  << " reverse " << o.reverse << " NaN at (" << nr << ", " << nc << "), output ("
-                  << r << ", " << c << ")";
+                  << " reverse " << o.reverse << " buffers " << buffers_name(kAllBuffers[k / 4])
+                  << " NaN at (" << nr << ", " << nc << "), output (" << r << ", " << c << ")";
             }
           }
         }
@@ -753,13 +950,14 @@ TEST_P(Identities, ExclusiveIsShiftedInclusiveAndLastIsTotal) {
         const std::vector<T> x = identity_data<T>(rng, op, ref::count_of(shape));
         for (int64_t a = 0; a < rank; ++a) {
           const Lines lines{shape, a};
-          const int64_t axis = c % 2 == 0 ? a : a - rank;
+          const int64_t axis = rng() % 2 == 0 ? a : a - rank;
           for (const bool reverse : {false, true}) {
-            const Buffers mode = kAllBuffers[(c + a) % 4];
-            const std::vector<T> inc = run_scan(op, x, shape, axis, {.reverse = reverse}, mode);
-            const std::vector<T> exc =
-                run_scan(op, x, shape, axis, {.exclusive = true, .reverse = reverse}, mode);
-            const std::vector<T> other = run_scan(op, x, shape, axis, {.reverse = !reverse}, mode);
+            const std::vector<T> inc =
+                run_scan(op, x, shape, axis, {.reverse = reverse}, random_buffers(rng));
+            const std::vector<T> exc = run_scan(
+                op, x, shape, axis, {.exclusive = true, .reverse = reverse}, random_buffers(rng));
+            const std::vector<T> other =
+                run_scan(op, x, shape, axis, {.reverse = !reverse}, random_buffers(rng));
             const std::string what = std::string(scan_name(op)) + " shape " + shape_str(shape) +
                                      " axis " + std::to_string(axis) + " reverse " +
                                      std::to_string(reverse);
@@ -833,11 +1031,13 @@ TEST_P(Identities, ReverseIsFlipScanFlip) {
             return f;
           };
           for (const bool exclusive : {false, true}) {
-            const Buffers mode = kAllBuffers[(c + a + exclusive) % 4];
+            const bool negative = rng() % 2 != 0;
             const std::vector<T> rev =
-                run_scan(op, x, shape, a - rank, {.exclusive = exclusive, .reverse = true}, mode);
+                run_scan(op, x, shape, negative ? a - rank : a,
+                         {.exclusive = exclusive, .reverse = true}, random_buffers(rng));
             const std::vector<T> fsf =
-                flip(run_scan(op, flip(x), shape, a, {.exclusive = exclusive}, mode));
+                flip(run_scan(op, flip(x), shape, negative ? a : a - rank, {.exclusive = exclusive},
+                              random_buffers(rng)));
             for (size_t i = 0; i < x.size(); ++i) {
               if (!bit_equal(rev[i], fsf[i])) {
                 misses.add(std::string(scan_name(op)) + " shape " + shape_str(shape) + " axis " +
@@ -865,14 +1065,13 @@ TEST_P(Identities, IdentityElements) {
       const int64_t a = static_cast<int64_t>(rng() % shape.size());
       if (c % 3 == 0) shape[static_cast<size_t>(a)] = 1;
       const Lines lines{shape, a};
-      const int64_t axis = c % 2 == 0 ? a : a - rank;
+      const int64_t axis = rng() % 2 == 0 ? a : a - rank;
       for (const Scan op : {Scan::kSum, Scan::kProd}) {
         const double identity = op == Scan::kSum ? 0 : 1;
         const std::vector<T> x = make_data<T>(rng, ref::count_of(shape), Data::kSum);
         for (const bool reverse : {false, true}) {
-          const std::vector<T> y =
-              run_scan(op, x, shape, axis, {.exclusive = true, .reverse = reverse},
-                       kAllBuffers[(c + reverse) % 4]);
+          const std::vector<T> y = run_scan(
+              op, x, shape, axis, {.exclusive = true, .reverse = reverse}, random_buffers(rng));
           lines.each([&](int64_t base) {
             if (lines.n() == 0) return;
             const int64_t first = reverse ? lines.n() - 1 : 0;
@@ -889,7 +1088,7 @@ TEST_P(Identities, IdentityElements) {
       const std::vector<T> ones(static_cast<size_t>(ref::count_of(shape)), from_double<T>(1));
       for (int k = 0; k < 4; ++k) {
         const ScanOptions o{.exclusive = (k & 1) != 0, .reverse = (k & 2) != 0};
-        const std::vector<T> y = run_scan(Scan::kProd, ones, shape, axis, o, kAllBuffers[k]);
+        const std::vector<T> y = run_scan(Scan::kProd, ones, shape, axis, o, random_buffers(rng));
         if (!same_bits(y.data(), ones.data(), ones.size())) {
           misses.add("CumProd of ones, shape " + shape_str(shape) + " axis " +
                      std::to_string(axis) + " exclusive " + std::to_string(o.exclusive) +
@@ -915,9 +1114,10 @@ TEST_P(Identities, InclusiveFirstElementIsCopiedAsIs) {
     for (const Scan op : {Scan::kSum, Scan::kProd}) {
       for (int64_t a = 0; a < 3; ++a) {
         const Lines lines{shape, a};
-        for (const bool reverse : {false, true}) {
-          const std::vector<T> y =
-              run_scan(op, x, shape, a, {.reverse = reverse}, Buffers::kSeparate);
+        for (int k = 0; k < 8; ++k) {
+          const bool reverse = (k & 1) != 0;
+          const Buffers mode = kAllBuffers[k / 2];
+          const std::vector<T> y = run_scan(op, x, shape, a, {.reverse = reverse}, mode);
           lines.each([&](int64_t base) {
             const auto i =
                 static_cast<size_t>(base + (reverse ? lines.n() - 1 : 0) * lines.stride());
@@ -927,9 +1127,10 @@ TEST_P(Identities, InclusiveFirstElementIsCopiedAsIs) {
             }
             if (!same) {
               misses.add(std::string(scan_name(op)) + " axis " + std::to_string(a) + " reverse " +
-                         std::to_string(reverse) + ": x " + value_str(x[i]) + " (bits " +
-                         std::to_string(ref::bits_of(x[i])) + ") came out as " + value_str(y[i]) +
-                         " (bits " + std::to_string(ref::bits_of(y[i])) + ")");
+                         std::to_string(reverse) + " buffers=" + buffers_name(mode) + ": x " +
+                         value_str(x[i]) + " (bits " + std::to_string(ref::bits_of(x[i])) +
+                         ") came out as " + value_str(y[i]) + " (bits " +
+                         std::to_string(ref::bits_of(y[i])) + ")");
             }
           });
         }
@@ -965,10 +1166,12 @@ std::vector<Shape> random_broadcast_shapes(Rng& rng, int count, int64_t budget) 
   return shapes;
 }
 
-// Runs Sum with the chosen buffers; returns the output and sets `out_shape` from sum_shape.
+// Runs Sum with the chosen buffers and returns the output. In place needs an input of the
+// output's shape; without one the output is a separate buffer, and `used` says which it was.
 template <class T>
 std::vector<T> run_sum(const std::vector<std::vector<T>>& inputs, const std::vector<Shape>& shapes,
-                       const Shape& out_shape, Buffers mode) {
+                       const Shape& out_shape, Buffers mode, Buffers* used = nullptr) {
+  if (used != nullptr) *used = mode;
   constexpr DType kType = cumulus::dtype_of<T>;
   const auto n = static_cast<size_t>(ref::count_of(out_shape));
   // Copies of the inputs, one element into their allocations when misaligned.
@@ -998,6 +1201,7 @@ std::vector<T> run_sum(const std::vector<std::vector<T>>& inputs, const std::vec
         return {storage[k].begin(), storage[k].begin() + static_cast<std::ptrdiff_t>(n)};
       }
     }
+    if (used != nullptr) *used = Buffers::kSeparate;
   }
   std::vector<T> ys(n + 2);
   fill_poison(ys.data(), n + 2);
@@ -1016,40 +1220,115 @@ std::vector<T> run_sum(const std::vector<std::vector<T>>& inputs, const std::vec
           ys.begin() + static_cast<std::ptrdiff_t>(offset + n)};
 }
 
+template <class T>
+bool has_nan_or_inf(const std::vector<std::vector<T>>& inputs) {
+  for (const std::vector<T>& v : inputs) {
+    for (const T e : v) {
+      if (!std::isfinite(ref::Num<T>::to_double(e))) return true;
+    }
+  }
+  return false;
+}
+
+// Which arrangements of buffers ran a Sum with a NaN or an infinity among its inputs, and which
+// without; a test that draws both at random requires all eight.
+class SumCoverage {
+ public:
+  void add(Buffers used, bool specials) { ++counts_[static_cast<size_t>(used) * 2 + specials]; }
+  // Only the finite cells when the data had no special values to offer.
+  void expect_all_reached(bool with_specials = true) const {
+    for (const Buffers mode : kAllBuffers) {
+      for (const bool specials : {false, true}) {
+        if (specials && !with_specials) continue;
+        EXPECT_GT(counts_[static_cast<size_t>(mode) * 2 + specials], 0)
+            << "no Sum with buffers=" << buffers_name(mode)
+            << (specials ? " and NaN or infinite inputs" : " and finite inputs");
+      }
+    }
+  }
+
+ private:
+  std::array<int64_t, 8> counts_{};
+};
+
+// Runs one Sum with the buffers drawn at random, checks it against the reference, records what
+// ran in `coverage` and returns the number of output elements.
+template <class T>
+int64_t check_sum(Rng& rng, const std::vector<std::vector<T>>& inputs,
+                  const std::vector<Shape>& shapes, Compare compare, SumCoverage& coverage) {
+  const std::optional<Shape> out_shape = ref::broadcast_shapes(shapes);
+  EXPECT_TRUE(out_shape.has_value());
+  if (!out_shape) return 0;
+  std::vector<ConstTensorView> views;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    views.emplace_back(cumulus::dtype_of<T>, shapes[k], inputs[k].data());
+  }
+  EXPECT_EQ(cumulus::sum_shape(views), *out_shape);
+  Buffers used{};
+  const std::vector<T> got = run_sum(inputs, shapes, *out_shape, random_buffers(rng), &used);
+  const std::vector<ref::Exact> want = ref::sum_float(inputs, shapes, *out_shape);
+  std::string what = std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) + " Sum of";
+  for (const Shape& s : shapes) what += " " + shape_str(s);
+  Misses misses(what + " -> " + shape_str(*out_shape) + " buffers=" + buffers_name(used));
+  for (size_t i = 0; i < got.size(); ++i) {
+    const std::string miss = compare == Compare::kBitForBit
+                                 ? ref::check_float_exact(got[i], want[i])
+                                 : ref::check_float(got[i], want[i]);
+    if (!miss.empty()) misses.add("element " + std::to_string(i) + ": " + miss);
+  }
+  if (!got.empty()) coverage.add(used, has_nan_or_inf(inputs));
+  return static_cast<int64_t>(got.size());
+}
+
 class SumProperty : public ::testing::TestWithParam<DType> {};
 
+// Buffers and special values drawn independently: NaN and infinities reach every arrangement
+// (allocating, into a given output, misaligned, in place over an input).
 TEST_P(SumProperty, RandomBroadcastMatchesReference) {
   CUMULUS_SEEDED_RNG(rng);
   cumulus::visit_dtype(GetParam(), [&]<class T>(T) {
     if constexpr (ref::kIsFloat<T>) {
       int64_t elements = 0;
+      SumCoverage coverage;
       for (int c = 0; c < 160; ++c) {
         const int count = 1 + static_cast<int>(rng() % 16);
         const std::vector<Shape> shapes = random_broadcast_shapes(rng, count, 1500);
-        const std::optional<Shape> out_shape = ref::broadcast_shapes(shapes);
-        ASSERT_TRUE(out_shape.has_value());
+        const bool specials = rng() % 3 == 0;
         std::vector<std::vector<T>> inputs;
         for (const Shape& s : shapes) {
           inputs.push_back(make_data<T>(rng, ref::count_of(s), Data::kSum));
-          if (c % 4 == 3) sprinkle_specials(rng, inputs.back());
+          if (specials) sprinkle_specials(rng, inputs.back());
         }
-        std::vector<ConstTensorView> views;
-        for (size_t k = 0; k < shapes.size(); ++k) {
-          views.emplace_back(cumulus::dtype_of<T>, shapes[k], inputs[k].data());
-        }
-        EXPECT_EQ(cumulus::sum_shape(views), *out_shape);
-        const Buffers mode = kAllBuffers[c % 4];
-        const std::vector<T> got = run_sum(inputs, shapes, *out_shape, mode);
-        const std::vector<ref::Exact> want = ref::sum_float(inputs, shapes, *out_shape);
-        std::string what = std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) + " Sum of";
-        for (const Shape& s : shapes) what += " " + shape_str(s);
-        Misses misses(what + " -> " + shape_str(*out_shape) + " buffers=" + buffers_name(mode));
-        for (size_t i = 0; i < got.size(); ++i) {
-          const std::string miss = ref::check_float(got[i], want[i]);
-          if (!miss.empty()) misses.add("element " + std::to_string(i) + ": " + miss);
-        }
-        elements += static_cast<int64_t>(got.size());
+        elements += check_sum(rng, inputs, shapes, Compare::kWithinPromise, coverage);
       }
+      coverage.expect_all_reached();
+      EXPECT_GT(elements, 10000);
+    }
+  });
+}
+
+// Inputs on one grid (see exact_grid): every sum of them, in any order, is exact in double, so
+// the output must be the exact sum rounded once, bit for bit, on every path, with signed zeros,
+// infinities and NaN among the inputs or not.
+TEST_P(SumProperty, ExactDataRoundsOnceBitForBit) {
+  CUMULUS_SEEDED_RNG(rng);
+  cumulus::visit_dtype(GetParam(), [&]<class T>(T) {
+    if constexpr (ref::kIsFloat<T>) {
+      int64_t elements = 0;
+      SumCoverage coverage;
+      for (int c = 0; c < 200; ++c) {
+        const int count = 1 + static_cast<int>(rng() % 16);
+        const std::vector<Shape> shapes = random_broadcast_shapes(rng, count, 1500);
+        const ExactGrid grid = exact_grid<T>(rng, count);
+        const bool specials = rng() % 3 == 0;
+        std::vector<std::vector<T>> inputs;
+        for (const Shape& s : shapes) {
+          inputs.push_back(exact_sum_data<T>(rng, grid, ref::count_of(s)));
+          if (specials) sprinkle_exact_specials(rng, inputs.back());
+        }
+        elements += check_sum(rng, inputs, shapes, Compare::kBitForBit, coverage);
+      }
+      coverage.expect_all_reached();
       EXPECT_GT(elements, 10000);
     }
   });
@@ -1261,6 +1540,217 @@ TEST(SumShape, NoBroadcastRejectsUnequalShapes) {
   ASSERT_EQ(y.shape(), (Shape{2, 3}));
   for (int i = 0; i < 6; ++i) EXPECT_EQ(y.data<float>()[i], 3 * kData[i]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The comparisons themselves: what no tolerance may excuse.
+
+template <class T>
+T from_bits(uint64_t b) {
+  auto bits = ref::bits_of(T{});
+  bits = static_cast<decltype(bits)>(b);
+  T v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+template <class T>
+void check_comparison_rules() {
+  const double inf_d = std::numeric_limits<double>::infinity();
+  const T plus_zero = from_double<T>(0.0), minus_zero = from_double<T>(-0.0);
+  const T inf = from_double<T>(inf_d), minus_inf = from_double<T>(-inf_d);
+  const T nan = from_double<T>(std::numeric_limits<double>::quiet_NaN());
+  const T max = from_bits<T>(ref::bits_of(inf) - 1u);
+  const T below_max = from_bits<T>(ref::bits_of(inf) - 2u);
+  const T one = from_double<T>(1.0), after_one = from_bits<T>(ref::bits_of(one) + 1u);
+  const T tiny = ref::Num<T>::smallest_subnormal();
+  using ref::kNoMatch;
+  using ref::ulp_distance;
+  EXPECT_EQ(ulp_distance(plus_zero, minus_zero), kNoMatch);
+  EXPECT_EQ(ulp_distance(minus_zero, minus_zero), 0);
+  EXPECT_EQ(ulp_distance(inf, max), kNoMatch);
+  EXPECT_EQ(ulp_distance(inf, minus_inf), kNoMatch);
+  EXPECT_EQ(ulp_distance(minus_inf, minus_inf), 0);
+  EXPECT_EQ(ulp_distance(nan, nan), 0);
+  EXPECT_EQ(ulp_distance(nan, plus_zero), kNoMatch);
+  EXPECT_EQ(ulp_distance(inf, nan), kNoMatch);
+  EXPECT_EQ(ulp_distance(max, below_max), 1);
+  EXPECT_EQ(ulp_distance(one, after_one), 1);
+  EXPECT_EQ(ulp_distance(minus_zero, tiny), 1);
+  EXPECT_EQ(ulp_distance(plus_zero, tiny), 1);
+
+  const auto exact = [](T v) {
+    const Quad q = ref::Num<T>::exact(v);
+    return ref::Exact{q, ref::abs(q), 1};
+  };
+  // Misses for every type, tolerance or not.
+  EXPECT_NE(ref::check_float(plus_zero, exact(minus_zero)), "");
+  EXPECT_NE(ref::check_float(minus_zero, exact(plus_zero)), "");
+  EXPECT_NE(ref::check_float(max, exact(inf)), "");
+  EXPECT_NE(ref::check_float(inf, exact(max)), "");
+  EXPECT_NE(ref::check_float(minus_inf, exact(inf)), "");
+  EXPECT_NE(ref::check_float(nan, exact(inf)), "");
+  EXPECT_NE(ref::check_float(plus_zero, exact(nan)), "");
+  // Within the tolerance.
+  EXPECT_EQ(ref::check_float(minus_zero, exact(minus_zero)), "");
+  EXPECT_EQ(ref::check_float(inf, exact(inf)), "");
+  EXPECT_EQ(ref::check_float(nan, exact(nan)), "");
+  EXPECT_EQ(ref::check_float(after_one, exact(one)), "");
+  // Bit for bit: one ulp is a miss too.
+  EXPECT_NE(ref::check_float_exact(after_one, exact(one)), "");
+  EXPECT_NE(ref::check_float_exact(plus_zero, exact(minus_zero)), "");
+  EXPECT_NE(ref::check_float_exact(max, exact(inf)), "");
+  EXPECT_EQ(ref::check_float_exact(one, exact(one)), "");
+  EXPECT_EQ(ref::check_float_exact(minus_zero, exact(minus_zero)), "");
+  EXPECT_EQ(ref::check_float_exact(nan, exact(nan)), "");
+}
+
+TEST(Comparison, SignedZerosInfinitiesAndNaNAreNeverWithinTolerance) {
+  check_comparison_rules<float>();
+  check_comparison_rules<double>();
+  check_comparison_rules<Float16>();
+  check_comparison_rules<BFloat16>();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signed zeros. IEEE 754, rounding to nearest: x + y is -0 when both are -0 and +0 when the exact
+// sum of non-zero values of opposite signs cancels (or one zero is +0); a product's sign is the
+// product of the signs. So a sum of zeros is -0 exactly when every term is -0, and the empty sum,
+// an exclusive scan's first output (0 on the operator pages), is +0. The reference is held to
+// hand-worked cases; the library to the reference, on data full of zeros.
+
+struct ZeroCase {
+  Scan op;
+  bool exclusive;
+  bool reverse;
+  std::vector<double> x;
+  std::vector<double> want;
+};
+
+template <class T>
+void check_reference_zero_signs() {
+  const double p = 0.0, m = -0.0;
+  const ZeroCase scans[] = {
+      {Scan::kSum, false, false, {m, m, p, m}, {m, m, p, p}},
+      {Scan::kSum, true, false, {m, m, p, m}, {p, m, m, p}},
+      {Scan::kSum, false, true, {m, m, p, m}, {p, p, p, m}},
+      {Scan::kSum, true, true, {m, m, p, m}, {p, p, m, p}},
+      {Scan::kSum, false, false, {1, -1, m}, {1, p, p}},
+      {Scan::kSum, false, false, {-1, 1, m, m}, {-1, p, p, p}},
+      {Scan::kSum, false, false, {m, 1, -1}, {m, 1, p}},
+      {Scan::kSum, true, false, {m, 2, -2, m}, {p, m, 2, p}},
+      {Scan::kProd, false, false, {m, 2, -3}, {m, m, p}},
+      {Scan::kProd, true, false, {m, 2, -3}, {1, m, m}},
+      {Scan::kProd, false, false, {-1, p, -1, m}, {-1, m, p, m}},
+      {Scan::kProd, false, true, {-1, p, -1, m}, {m, p, p, m}},
+      {Scan::kProd, true, true, {-1, p, -1, m}, {p, p, m, 1}},
+  };
+  const auto to_t = [](const std::vector<double>& d) {
+    std::vector<T> v;
+    for (const double e : d) v.push_back(from_double<T>(e));
+    return v;
+  };
+  const auto same = [](T a, double b) {
+    return ref::bits_of(a) == ref::bits_of(from_double<T>(b));
+  };
+  for (const ZeroCase& c : scans) {
+    const std::vector<T> x = to_t(c.x);
+    const std::vector<ref::Exact> y =
+        ref::scan_float(c.op, x, {static_cast<int64_t>(x.size())}, 0, c.exclusive, c.reverse);
+    for (size_t i = 0; i < x.size(); ++i) {
+      EXPECT_TRUE(same(ref::Num<T>::round(y[i].value), c.want[i]))
+          << scan_name(c.op) << " exclusive=" << c.exclusive << " reverse=" << c.reverse
+          << " element " << i << ": the reference gives "
+          << value_str(ref::Num<T>::round(y[i].value)) << " (sign " << ref::sign_bit(y[i].value)
+          << "), IEEE gives " << c.want[i];
+    }
+  }
+  const std::pair<std::vector<double>, double> sums[] = {
+      {{m}, m},     {{m, m}, m},     {{m, p}, p},    {{p, m}, p},
+      {{1, -1}, p}, {{-1, 1, m}, p}, {{m, m, m}, m}, {{m, 1, -1, m}, p},
+  };
+  for (const auto& [terms, want] : sums) {
+    std::vector<std::vector<T>> inputs;
+    for (const double t : terms) inputs.push_back(to_t({t}));
+    const std::vector<Shape> shapes(inputs.size(), Shape{1});
+    const std::vector<ref::Exact> y = ref::sum_float(inputs, shapes, {1});
+    EXPECT_TRUE(same(ref::Num<T>::round(y[0].value), want))
+        << "Sum of " << terms.size() << " terms: the reference gives "
+        << value_str(ref::Num<T>::round(y[0].value)) << ", IEEE gives " << want;
+  }
+  // A non-zero exact value that rounds to zero keeps its sign.
+  const Quad tiny = static_cast<Quad>(std::ldexp(1.0, -1000)) * std::ldexp(1.0, -100);
+  EXPECT_TRUE(same(ref::Num<T>::round(-tiny), m));
+  EXPECT_TRUE(same(ref::Num<T>::round(tiny), p));
+}
+
+TEST(ReferenceSignedZeros, FollowIeee) {
+  check_reference_zero_signs<float>();
+  check_reference_zero_signs<double>();
+  check_reference_zero_signs<Float16>();
+  check_reference_zero_signs<BFloat16>();
+}
+
+// Zeros of both signs, mostly -0 (so long runs of -0 end in +0), now and then +-1 that cancel to
+// +0; for products +-1 with some zeros. Every result is exact.
+template <class T>
+std::vector<T> zero_data(Rng& rng, Scan op, int64_t n) {
+  std::vector<T> v(static_cast<size_t>(n));
+  for (T& e : v) {
+    const uint64_t r = rng() % 16;
+    const double sign = rng() % 2 != 0 ? -1.0 : 1.0;
+    if (op == Scan::kSum) {
+      e = from_double<T>(r < 13 ? -0.0 : r < 15 ? 0.0 : sign);
+    } else {
+      e = from_double<T>(r < 14 ? sign : sign * 0.0);
+    }
+  }
+  return v;
+}
+
+class SignedZeros : public ::testing::TestWithParam<DType> {};
+
+// The whole cross product of buffers, attributes and axis spelling, three times over for each
+// operator; then Sum on every arrangement of buffers.
+TEST_P(SignedZeros, LibraryMatchesReference) {
+  CUMULUS_SEEDED_RNG(rng);
+  cumulus::visit_dtype(GetParam(), [&]<class T>(T) {
+    if constexpr (ref::kIsFloat<T>) {
+      int64_t wrong = 0;
+      for (int round = 0; round < 3; ++round) {
+        for (const Buffers mode : kAllBuffers) {
+          for (int k = 0; k < 8; ++k) {
+            const ScanOptions o{.exclusive = (k & 1) != 0, .reverse = (k & 2) != 0};
+            const bool negative = (k & 4) != 0;
+            for (const Scan op : {Scan::kSum, Scan::kProd}) {
+              const Shape shape = random_shape(rng, 1 + static_cast<int>(rng() % 4), 1200);
+              const auto rank = static_cast<int64_t>(shape.size());
+              const auto a = static_cast<int64_t>(rng() % shape.size());
+              const std::vector<T> x = zero_data<T>(rng, op, ref::count_of(shape));
+              wrong +=
+                  check_scan(op, x, shape, negative ? a - rank : a, o, mode, Compare::kBitForBit);
+            }
+          }
+        }
+      }
+      EXPECT_EQ(wrong, 0);
+      SumCoverage coverage;
+      for (int c = 0; c < 100; ++c) {
+        const int count = 1 + static_cast<int>(rng() % 8);
+        const std::vector<Shape> shapes = random_broadcast_shapes(rng, count, 1500);
+        std::vector<std::vector<T>> inputs;
+        for (const Shape& s : shapes)
+          inputs.push_back(zero_data<T>(rng, Scan::kSum, ref::count_of(s)));
+        check_sum(rng, inputs, shapes, Compare::kBitForBit, coverage);
+      }
+      coverage.expect_all_reached(/*with_specials=*/false);
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Floats, SignedZeros,
+                         ::testing::Values(DType::kFloat32, DType::kFloat64, DType::kFloat16,
+                                           DType::kBFloat16),
+                         dtype_test_name);
 
 // ---------------------------------------------------------------------------------------------
 // Thread-count independence: identical bits for 1, 2, 3 and 8 threads.

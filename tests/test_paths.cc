@@ -344,8 +344,8 @@ TEST(LongRows, EveryDTypeAndScanMatchesTheReference) {
                    kAllLayouts, std::size(kAllLayouts));
 }
 
-// A real-size row at the library's own thresholds: 2, 5 and 19 pieces of 2^15, the last two
-// rounds of 16 pieces; float32 in every attribute combination, the other floating types once.
+// Real-size rows at the library's own thresholds: 2, 5 and 19 pieces of 2^15 elements, the last
+// over two rounds of 16; float32 in every attribute combination, the other floating types once.
 TEST(LongRows, FloatCumProdAtTheDefaultThresholds) {
   ASSERT_EQ(cumulus::detail::tuning().long_row, std::size_t{65536});
   Rng rng(8102);

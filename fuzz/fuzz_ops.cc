@@ -15,6 +15,12 @@
 // cumulus::Error; a valid one must not, and its result must match the reference: integers exactly,
 // floating types within the tolerances of tests/test_properties.cc (see check_element below).
 // Anything else calls abort().
+//
+// The last six bytes, read apart from the case, choose the paths it takes (choose_paths below):
+// the kernel table (the process's own, or any lower instruction set: CUMULUS_ISA caps the choice
+// as it caps the process) and the operators' size thresholds (src/ops/tuning.h), shrunk so that
+// these small cases reach long rows cut into pieces over rounds, column and Sum row tiles,
+// streamed stores and one chunk per task.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +29,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -31,6 +38,7 @@
 #include "cumulus/ops.h"
 #include "fuzz_util.h"
 #include "model_builder.h"
+#include "ops/tuning.h"
 #include "reference.h"
 
 namespace {
@@ -743,11 +751,55 @@ SumCase decode_sum(Reader& r) {
   return c;
 }
 
+// ---- The paths: kernel table and thresholds -------------------------------------------------
+
+// The table of instruction set `level` (0 scalar, 1 AVX2, 2 AVX-512), or the process's own when
+// the level is above it: a higher table could run instructions this CPU lacks.
+const cumulus::detail::KernelTable& kernel_table(uint32_t level) {
+  const auto& own = cumulus::detail::kernels();
+  const std::string_view names[] = {"scalar", "avx2", "avx512"};
+  uint32_t own_level = 0;
+  while (own_level < 2 && names[own_level] != own.isa) ++own_level;
+  if (level > own_level) return own;
+  return level == 0   ? cumulus::detail::scalar_kernels()
+         : level == 1 ? cumulus::detail::avx2_kernels()
+                      : cumulus::detail::avx512_kernels();
+}
+
+// From the input's last six bytes (zeros where it is shorter): t[0] the table (0 the process's,
+// 1-3 scalar, AVX2, AVX-512); t[1] a bit per threshold to shrink; t[2]-t[5] the shrunk values,
+// small enough for the rows of up to 40 elements decoded above.
+std::string choose_paths(const uint8_t* data, size_t size) {
+  uint8_t t[6] = {};
+  for (size_t i = 0; i < 6 && i < size; ++i) t[i] = data[size - 1 - i];
+  cumulus::detail::Tuning tuning;
+  const uint32_t isa = t[0] % 4;
+  if (isa != 0) tuning.table = &kernel_table(isa - 1);
+  const uint8_t shrink = t[1];
+  if ((shrink & 1) != 0) {
+    tuning.long_row = 1 + t[2] % 40;
+    tuning.piece = 1 + t[3] % 24;
+    tuning.pieces_per_round = 1 + t[4] % 4;
+  }
+  if ((shrink & 2) != 0) tuning.column_tile = 1 + (t[4] >> 2) % 8;
+  if ((shrink & 4) != 0) tuning.sum_row_tile = 1 + t[5] % 16;
+  if ((shrink & 8) != 0) tuning.stream_bytes = 0;
+  if ((shrink & 16) != 0) tuning.min_chunk_elements = 1;
+  cumulus::detail::set_tuning(tuning);
+  return fmt::format(
+      "kernels {}, long row {}, piece {}, {} per round, column tile {}, Sum row tile {}, stream "
+      "from {} bytes, chunks of {}",
+      tuning.kernel_table().isa, tuning.long_row, tuning.piece, tuning.pieces_per_round,
+      tuning.column_tile, tuning.sum_row_tile, tuning.stream_bytes, tuning.min_chunk_elements);
+}
+
 }  // namespace
 
 // NOLINTNEXTLINE(readability-identifier-naming): libFuzzer fixes the name.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::limit_memory();
+  fuzz::finding_context() = choose_paths(data, size);
+  if (verbose()) fmt::print(stderr, "paths: {}\n", fuzz::finding_context());
   Reader r(data, size);
   const uint8_t head = r.byte();
   const auto op = static_cast<OpKind>(head % 3);

@@ -23,10 +23,19 @@ inline std::span<const std::byte> as_bytes(const std::string& s) {
   return std::as_bytes(std::span(s.data(), s.size()));
 }
 
+// What the current input chose besides its case (fuzz_ops: the kernels and thresholds), shown
+// with a finding; empty for the other targets.
+inline std::string& finding_context() {
+  static std::string context;
+  return context;
+}
+
 // A broken promise: say what, then abort() so libFuzzer saves the input (and a replay fails).
 template <class... Args>
 [[noreturn]] void finding(fmt::format_string<Args...> format, Args&&... args) {
-  fmt::print(stderr, "FINDING: {}\n", fmt::format(format, std::forward<Args>(args)...));
+  const std::string& context = finding_context();
+  fmt::print(stderr, "FINDING: {}{}{}\n", fmt::format(format, std::forward<Args>(args)...),
+             context.empty() ? "" : " with ", context);
   std::fflush(stderr);
   std::abort();
 }

@@ -16,10 +16,6 @@ struct Carry {
   uint64_t u = 0;
 };
 
-// Outputs of at least this many bytes are written with non-temporal stores: they cannot stay in
-// the cache, and bypassing it saves reading each line before writing it.
-constexpr std::size_t kStreamBytes = std::size_t{32} << 20;
-
 // Scans `outer` slabs of `length` x `inner` elements, laid out contiguously, along the length
 // axis, for the columns [col_begin, col_end) of each slab. y may equal x.
 struct ScanBlock {

@@ -7,6 +7,7 @@
 #include "core/parallel.h"
 #include "kernels/kernels.h"
 #include "ops/checks.h"
+#include "ops/tuning.h"
 
 namespace cumulus {
 namespace detail {
@@ -35,34 +36,27 @@ void check_data(std::string_view op, std::string_view name, const void* data, in
 
 namespace {
 
-// A chunk of work should be worth a thread hand-off.
-constexpr std::size_t kMinChunkElements = std::size_t{1} << 15;
-constexpr std::size_t kColumnTile = 1024;
-
-// A row at least this long is cut into pieces of kPiece elements, so both cores share one long
-// scan: the pieces' totals, then each piece's carry (everything before it, in scan order), then
-// the pieces scanned from their carries. The cut depends on the row's length alone, never on
-// the number of threads, so neither do the results.
-constexpr std::size_t kPiece = std::size_t{1} << 15;
-constexpr std::size_t kLongRow = 2 * kPiece;
-// Pieces per round: a round's input is still in cache when its pieces are scanned, so the row
-// is read from memory once.
-constexpr std::size_t kPiecesPerRound = 16;
-
-void scan_long_row(const detail::ScanKernels& kernel, const std::byte* x, std::byte* y,
-                   std::size_t length, std::size_t item, ScanOptions options) {
-  const std::size_t pieces = (length + kPiece - 1) / kPiece;
+// A long row is cut into pieces (Tuning::piece), so the threads share one long scan: the pieces'
+// totals, then each piece's carry (everything before it, in scan order), then the pieces scanned
+// from their carries, a round of pieces at a time. The cut depends on the row's length and the
+// tuning alone, never on the number of threads, so neither do the results.
+void scan_long_row(const detail::ScanKernels& kernel, const detail::Tuning& tuning,
+                   const std::byte* x, std::byte* y, std::size_t length, std::size_t item,
+                   ScanOptions options) {
+  const std::size_t piece_length = tuning.piece;
+  const std::size_t per_round = tuning.pieces_per_round;
+  const std::size_t pieces = (length + piece_length - 1) / piece_length;
   // Piece p in scan order: forward from the start, or backward from the end.
   const auto piece = [&](std::size_t p) {
-    const std::size_t from_start = p * kPiece;
-    const std::size_t n = std::min(kPiece, length - from_start);
+    const std::size_t from_start = p * piece_length;
+    const std::size_t n = std::min(piece_length, length - from_start);
     return std::pair{options.reverse ? length - from_start - n : from_start, n};
   };
-  const bool stream = x != y && length * item >= detail::kStreamBytes;
-  std::array<detail::Carry, kPiecesPerRound> totals{}, carries{};
+  const bool stream = x != y && length * item >= tuning.stream_bytes;
+  std::array<detail::Carry, detail::kMaxPiecesPerRound> totals{}, carries{};
   detail::Carry running{};
-  for (std::size_t first = 0; first < pieces; first += kPiecesPerRound) {
-    const std::size_t count = std::min(kPiecesPerRound, pieces - first);
+  for (std::size_t first = 0; first < pieces; first += per_round) {
+    const std::size_t count = std::min(per_round, pieces - first);
     detail::parallel_for(count, 1, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
         const auto [start, n] = piece(first + i);
@@ -120,7 +114,8 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
     inner *= static_cast<std::size_t>(x.shape[d]);
   const auto length = static_cast<std::size_t>(x.shape[a]);
 
-  const auto& table = detail::kernels();
+  const detail::Tuning tuning = detail::tuning();
+  const detail::KernelTable& table = tuning.kernel_table();
   const detail::ScanKernels& kernel =
       (op == OpKind::kCumSum ? table.cumsum : table.cumprod)[static_cast<int>(x.dtype)];
   const std::size_t item = dtype_size(x.dtype);
@@ -128,30 +123,32 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
   auto* yb = static_cast<std::byte*>(y.data);
   const std::size_t slab = length * inner;
 
-  if (inner == 1 && length >= kLongRow) {
+  if (inner == 1 && length >= tuning.long_row) {
     for (std::size_t o = 0; o < outer; ++o) {
-      scan_long_row(kernel, xb + o * slab * item, yb + o * slab * item, length, item, options);
+      scan_long_row(kernel, tuning, xb + o * slab * item, yb + o * slab * item, length, item,
+                    options);
     }
     return;
   }
   if (inner == 1) {
-    const bool stream = x.data != y.data && bytes >= detail::kStreamBytes;
-    const std::size_t grain = std::max<std::size_t>(1, kMinChunkElements / length);
+    const bool stream = x.data != y.data && bytes >= tuning.stream_bytes;
+    const std::size_t grain = std::max<std::size_t>(1, tuning.min_chunk_elements / length);
     detail::parallel_for(outer, grain, [&](std::size_t begin, std::size_t end) {
       kernel.rows({xb + begin * slab * item, yb + begin * slab * item, end - begin, length,
                    options.exclusive, options.reverse, nullptr, stream});
     });
     return;
   }
-  const std::size_t tiles = (inner + kColumnTile - 1) / kColumnTile;
-  const std::size_t tile_elements = length * std::min(inner, kColumnTile);
-  const std::size_t grain = std::max<std::size_t>(1, kMinChunkElements / tile_elements);
+  const std::size_t tile = tuning.column_tile;
+  const std::size_t tiles = (inner + tile - 1) / tile;
+  const std::size_t tile_elements = length * std::min(inner, tile);
+  const std::size_t grain = std::max<std::size_t>(1, tuning.min_chunk_elements / tile_elements);
   detail::parallel_for(outer * tiles, grain, [&](std::size_t begin, std::size_t end) {
     for (std::size_t task = begin; task < end; ++task) {
       const std::size_t o = task / tiles;
-      const std::size_t col = (task % tiles) * kColumnTile;
+      const std::size_t col = (task % tiles) * tile;
       kernel.block({xb + o * slab * item, yb + o * slab * item, 1, length, inner, col,
-                    std::min(inner, col + kColumnTile), options.exclusive, options.reverse});
+                    std::min(inner, col + tile), options.exclusive, options.reverse});
     }
   });
 }

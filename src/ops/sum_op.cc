@@ -7,12 +7,10 @@
 #include "core/parallel.h"
 #include "kernels/kernels.h"
 #include "ops/checks.h"
+#include "ops/tuning.h"
 
 namespace cumulus {
 namespace {
-
-constexpr std::size_t kMinChunkElements = std::size_t{1} << 15;
-constexpr std::size_t kRowTile = std::size_t{1} << 15;
 
 std::string input_name(std::size_t k) { return fmt::format("data_{}", k); }
 
@@ -151,24 +149,27 @@ void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions optio
   }
   if (count == 0) return;
 
+  const detail::Tuning tuning = detail::tuning();
+  const std::size_t row_tile = tuning.sum_row_tile;
   const SumPlan plan = plan_sum(inputs, out);
   const std::size_t rank = plan.dims.size();
   const std::size_t inner = plan.dims.back();
   const std::size_t rows = static_cast<std::size_t>(count) / inner;
-  const std::size_t tiles = (inner + kRowTile - 1) / kRowTile;
+  const std::size_t tiles = (inner + row_tile - 1) / row_tile;
   const std::size_t item = dtype_size(y.dtype);
   std::vector<unsigned char> steps(inputs.size());
   for (std::size_t k = 0; k < inputs.size(); ++k) steps[k] = plan.stride(rank - 1, k) == 0 ? 0 : 1;
-  const detail::SumKernel kernel = detail::kernels().sum[static_cast<int>(y.dtype)];
-  const bool stream = out_bytes >= detail::kStreamBytes;
+  const detail::SumKernel kernel = tuning.kernel_table().sum[static_cast<int>(y.dtype)];
+  const bool stream = out_bytes >= tuning.stream_bytes;
 
-  const std::size_t grain = std::max<std::size_t>(1, kMinChunkElements / std::min(inner, kRowTile));
+  const std::size_t grain =
+      std::max<std::size_t>(1, tuning.min_chunk_elements / std::min(inner, row_tile));
   detail::parallel_for(rows * tiles, grain, [&](std::size_t begin, std::size_t end) {
     RowOperands operands(inputs.size());
     const void** ptrs = operands.data();
     for (std::size_t task = begin; task < end; ++task) {
       const std::size_t row = task / tiles;
-      const std::size_t col = (task % tiles) * kRowTile;
+      const std::size_t col = (task % tiles) * row_tile;
       for (std::size_t k = 0; k < inputs.size(); ++k) {
         std::size_t rest = row, offset = col * steps[k];
         for (std::size_t d = rank - 1; d-- > 0;) {
@@ -179,7 +180,7 @@ void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions optio
       }
       kernel({ptrs, steps.data(), inputs.size(),
               static_cast<std::byte*>(y.data) + (row * inner + col) * item,
-              std::min(kRowTile, inner - col), stream});
+              std::min(row_tile, inner - col), stream});
     }
   });
 }

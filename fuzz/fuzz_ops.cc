@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -220,10 +221,17 @@ std::string check_element(T got, const ref::Exact& e) {
     const auto finite = [](Quad q) { return q == q && ref::abs(q) <= static_cast<Quad>(1e300); };
     if (!finite(e.value) || !finite(e.magnitude)) return miss;
     const Quad bound = static_cast<Quad>(e.terms + 1) * std::ldexp(1.0, -53) * e.magnitude;
-    const int64_t lo = ref::ordinal(ref::Num<T>::round(e.value - bound)) - 1;
-    const int64_t hi = ref::ordinal(ref::Num<T>::round(e.value + bound)) + 1;
+    const T low = ref::Num<T>::round(e.value - bound), high = ref::Num<T>::round(e.value + bound);
     const int64_t g = ref::ordinal(got);
-    if (g >= lo && g <= hi) return {};
+    // An infinity only where the bound itself rounds to one, a zero's sign only where the bound
+    // reaches that side of zero: ordinals put -0 beside +0 and infinity one step past the largest.
+    const int64_t inf = ref::ordinal(ref::Num<T>::round(static_cast<Quad>(HUGE_VAL)));
+    if (g == inf || g == -inf) return g == ref::ordinal(g > 0 ? high : low) ? std::string{} : miss;
+    if (g == 0 && !(ref::sign_bit(ref::Num<T>::to_double(got)) ? e.value - bound <= 0
+                                                               : e.value + bound >= 0)) {
+      return miss;
+    }
+    if (g >= ref::ordinal(low) - 1 && g <= ref::ordinal(high) + 1) return {};
     return miss + " (beyond the double accumulator's error bound too)";
   }
   return miss;

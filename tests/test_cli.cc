@@ -1,18 +1,26 @@
 // The cumulus executable, run as users run it: exit status, stdout, stderr and the files it
 // writes.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cumulus/error.h"
@@ -33,6 +41,7 @@ using namespace model_builder;
 
 struct Result {
   int status = -1;  // the exit status; -1 when it did not exit normally
+  int signal = 0;   // the signal that ended it, if one did
   std::string out, err;
 };
 
@@ -73,6 +82,67 @@ Result cli(const std::vector<std::string>& args, const std::string& env = "") {
   r.out = read_all(out);
   r.err = read_all(err);
   return r;
+}
+
+// A cumulus process started without a shell, so a test can limit it and signal it.
+struct Child {
+  pid_t pid = -1;
+  fs::path out, err;
+};
+
+struct Limits {
+  std::optional<rlim_t> file_size;      // RLIMIT_FSIZE, bytes
+  std::optional<rlim_t> address_space;  // RLIMIT_AS, bytes
+};
+
+// Starts `cumulus args...` with stdout and stderr going to files and `limits` applied to it
+// alone. Under a file size limit SIGXFSZ is ignored, so a write past the limit fails with EFBIG
+// instead of killing the process.
+Child start(const std::vector<std::string>& args, const Limits& limits = {}) {
+  static const TempDir capture;
+  static int calls = 0;
+  Child child{-1, capture / fmt::format("out{}", calls), capture / fmt::format("err{}", calls)};
+  ++calls;
+  std::vector<std::string> words = {CUMULUS_CLI};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  // Everything is prepared above: between fork and exec the child makes system calls only.
+  child.pid = ::fork();
+  if (child.pid != 0) return child;
+  const auto limit = [](int resource, std::optional<rlim_t> bytes) {
+    const rlimit value{*bytes, *bytes};
+    return !bytes || ::setrlimit(resource, &value) == 0;
+  };
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  const int in = ::open("/dev/null", O_RDONLY);
+  const int out = ::open(child.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int err = ::open(child.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!limit(RLIMIT_FSIZE, limits.file_size) || !limit(RLIMIT_AS, limits.address_space) ||
+      ::sigaction(SIGXFSZ, &ignore, nullptr) != 0 || in < 0 || out < 0 || err < 0 ||
+      ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) {
+    ::_exit(126);
+  }
+  ::execv(argv[0], argv.data());
+  ::_exit(127);
+}
+
+// `raw` is the child's wait status.
+Result result_of(const Child& child, int raw) {
+  Result r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.signal = WIFSIGNALED(raw) ? WTERMSIG(raw) : 0;
+  r.out = read_all(child.out);
+  r.err = read_all(child.err);
+  return r;
+}
+
+Result finish(const Child& child) {
+  int raw = 0;
+  if (::waitpid(child.pid, &raw, 0) != child.pid) ADD_FAILURE() << "waitpid: " << errno;
+  return result_of(child, raw);
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -361,8 +431,9 @@ TEST_F(Cli, FailedRunWritesNothing) {
   EXPECT_EQ(names_in(out), std::vector<std::string>{"y.npy"});
 }
 
-TEST_F(Cli, FailedOutputWriteLeavesNoTemporaryFiles) {
-  // Two outputs; the second one's target is a folder, so renaming onto it fails.
+TEST_F(Cli, OutputBlockedByAFolderWritesNothing) {
+  // Two outputs; a folder stands where the second is to go. That is seen before any file is
+  // written, so the first output is not written either.
   ModelBuilder b(14);
   b.input("x", kDouble).input("axis", kInt64).output("a").output("b");
   b.node("CumSum", {"x", "axis"}, {"a"});
@@ -373,16 +444,110 @@ TEST_F(Cli, FailedOutputWriteLeavesNoTemporaryFiles) {
   const Result r = cli({"run", (dir_ / "two.onnx").string(), "-i", "x=" + x_npy_.string(), "-i",
                         "axis=const:1", "-o", out.string()});
   expect_one_error_line(r);
-  EXPECT_THAT(r.err, HasSubstr("b.npy"));
-  EXPECT_TRUE(fs::is_directory(out / "b.npy"));
+  EXPECT_EQ(r.err, fmt::format("error: cannot write '{}': a folder of that name is in the way\n",
+                               (out / "b.npy").string()));
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(names_in(out), std::vector<std::string>{"b.npy"});
   EXPECT_TRUE(fs::is_empty(out / "b.npy"));
-  for (const auto& name : names_in(out)) {
-    EXPECT_TRUE(name == "a.npy" || name == "b.npy") << "left behind: " << name;
+}
+
+// Two outputs, the second of them 800 KB, under a file size limit of 64 KiB: the second write
+// fails after 64 KiB are on disk. The first output is written whole, the second's previous file
+// stays as it was, and no partial or temporary file is left.
+TEST_F(Cli, WriteFailingMidwayKeepsThePreviousFile) {
+  ModelBuilder b(14);
+  b.input("s", kDouble).input("x", kDouble).output("a").output("b");
+  b.node("Identity", {"s"}, {"a"});
+  b.node("Identity", {"x"}, {"b"});
+  b.write(dir_ / "two.onnx");
+  const fs::path out = dir_ / "out";
+  fs::create_directory(out);
+  write(out / "a.npy", "previous a");
+  write(out / "b.npy", "previous b");
+  const Result r = finish(start({"run", (dir_ / "two.onnx").string(), "-i", "s=" + x_npy_.string(),
+                                 "-i", "x=random:100000", "-o", out.string()},
+                                {.file_size = 64 << 10, .address_space = std::nullopt}));
+  expect_one_error_line(r);
+  EXPECT_EQ(r.err, fmt::format("error: cannot write '{}': write failed: File too large\n",
+                               (out / "b.npy").string()));
+  EXPECT_EQ(r.out, fmt::format("wrote {} (float64, shape (2, 3))\n", (out / "a.npy").string()));
+  EXPECT_EQ(names_in(out), (std::vector<std::string>{"a.npy", "b.npy"}));
+  EXPECT_EQ(values_of<double>(read_npy(out / "a.npy")), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  const std::string b_now = read_all(out / "b.npy");
+  EXPECT_TRUE(b_now == "previous b") << "b.npy now holds " << b_now.size() << " bytes";
+}
+
+// The size of a regular file that process `pid` holds open in `dir`: the output it is writing,
+// under whatever name (or none). Empty when it holds none.
+std::optional<off_t> size_of_file_open_in(pid_t pid, const fs::path& dir) {
+  const std::string prefix = dir.string() + "/";
+  std::error_code ec;
+  for (fs::directory_iterator it(fmt::format("/proc/{}/fd", pid), ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code link_ec;
+    const std::string target = fs::read_symlink(it->path(), link_ec).string();
+    struct stat info {};
+    if (!link_ec && target.starts_with(prefix) && ::stat(it->path().c_str(), &info) == 0 &&
+        S_ISREG(info.st_mode)) {
+      return info.st_size;
+    }
   }
-  // An output written before the failure, if any, is whole.
-  if (fs::exists(out / "a.npy")) {
-    EXPECT_EQ(values_of<double>(read_npy(out / "a.npy")), y_);
+  return std::nullopt;
+}
+
+// SIGKILL while a 128 MB output is being written. The kill is sent once the output is seen
+// partly written; should it land later than that, after the rename, the same promise holds:
+// the folder holds the previous file or the whole new one, and nothing else.
+TEST_F(Cli, KillWhileWritingLeavesThePreviousFileOrTheWholeNewOne) {
+  constexpr int64_t kCount = 16'000'000;
+  constexpr auto kDataBytes = static_cast<off_t>(kCount * sizeof(double));
+  const fs::path out = dir_ / "out";
+  fs::create_directory(out);
+  const fs::path folder = fs::canonical(out);
+  const auto args = [&](const fs::path& to) {
+    return std::vector<std::string>{
+        "run", model_.string(), "-i", fmt::format("x=random:{}", kCount),
+        "-i",  "axis=const:0",  "-o", to.string()};
+  };
+  std::string whole;  // the output of an uninterrupted run, made when first needed
+  int killed_midway = 0;
+  for (int attempt = 0; attempt < 5 && killed_midway == 0; ++attempt) {
+    SCOPED_TRACE(fmt::format("attempt {}", attempt));
+    write(out / "y.npy", "previous contents");
+    const Child child = start(args(out));
+    int raw = 0;
+    bool killed = false;
+    while (::waitpid(child.pid, &raw, WNOHANG) == 0) {
+      const std::optional<off_t> size = size_of_file_open_in(child.pid, folder);
+      if (size && *size > 0 && *size < kDataBytes) {
+        ASSERT_EQ(::kill(child.pid, SIGKILL), 0);
+        ASSERT_EQ(::waitpid(child.pid, &raw, 0), child.pid);
+        killed = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    const Result r = result_of(child, raw);
+    if (killed) {
+      EXPECT_EQ(r.signal, SIGKILL);
+    } else {
+      EXPECT_EQ(r.status, 0) << r.err;
+    }
+    EXPECT_EQ(names_in(out), std::vector<std::string>{"y.npy"}) << "a temporary file is left";
+    const std::string now = read_all(out / "y.npy");
+    if (now == "previous contents") {
+      killed_midway += killed ? 1 : 0;
+      continue;
+    }
+    if (whole.empty()) {
+      ASSERT_EQ(cli(args(dir_ / "whole")).status, 0);
+      whole = read_all(dir_ / "whole" / "y.npy");
+      ASSERT_EQ(whole.size(), static_cast<std::size_t>(kDataBytes) + 128);
+    }
+    EXPECT_TRUE(now == whole) << "y.npy is " << now.size() << " bytes, not the previous file "
+                              << "nor the whole new one of " << whole.size();
   }
+  EXPECT_EQ(killed_midway, 1) << "no kill landed while the output was being written";
 }
 
 // ---- Bad input ----------------------------------------------------------------------------------

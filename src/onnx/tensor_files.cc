@@ -497,32 +497,36 @@ class Fd {
   int fd_;
 };
 
-// A new file next to the target. Removed when destroyed unless renamed over the target.
+// A new file next to the target, renamed over it once whole. Where the file system allows, the
+// file has no name until then (O_TMPFILE), so even a process killed midway leaves nothing behind;
+// elsewhere it has a hidden name, removed on failure.
 class TempFile {
  public:
-  explicit TempFile(const fs::path& target) : target_(target) {
-    const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    static std::atomic<uint64_t> counter{0};
-    std::random_device random;
-    // O_EXCL never opens someone else's file; on the rare name clash, try another name.
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      path_ = folder / fmt::format(".{}.tmp{}.{}.{:08x}", target.filename().string(), ::getpid(),
-                                   counter.fetch_add(1), random());
-      // 0666 leaves the permissions to the umask, as for any newly created file.
-      const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  explicit TempFile(const fs::path& target)
+      : target_(target), folder_(target.has_parent_path() ? target.parent_path() : ".") {
+    // 0666 leaves the permissions to the umask, as for any newly created file. An unnamed file
+    // is named through /proc at the end (linkat with AT_EMPTY_PATH needs privileges).
+    if (::access("/proc/self/fd", X_OK) == 0) {
+      const int fd = ::open(folder_.c_str(), O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
       if (fd >= 0) {
         fd_.emplace(fd);
         return;
       }
-      if (errno != EEXIST) break;
+      // File systems without O_TMPFILE say EOPNOTSUPP; kernels older than 3.11 say EISDIR.
+      if (errno != EOPNOTSUPP && errno != EISDIR) fail_io(create_step(), errno);
     }
-    fail_io(fmt::format("cannot create a temporary file in '{}'", folder.string()), errno);
+    name_file(create_step(), [this](const fs::path& path) {
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd < 0) return errno;
+      fd_.emplace(fd);
+      return 0;
+    });
   }
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
   ~TempFile() {
     fd_.reset();
-    if (!renamed_) ::unlink(path_.c_str());
+    if (!renamed_ && !path_.empty()) ::unlink(path_.c_str());
   }
 
   void write(std::string_view bytes) {
@@ -539,6 +543,14 @@ class TempFile {
   // Makes the contents durable before the rename, so the target is never seen half written.
   void commit() {
     if (::fsync(fd_->get()) != 0) fail_io("fsync failed", errno);
+    if (path_.empty()) {
+      const std::string self = fmt::format("/proc/self/fd/{}", fd_->get());
+      name_file("cannot name the temporary file", [&self](const fs::path& path) {
+        return ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0
+                   ? 0
+                   : errno;
+      });
+    }
     if (fd_->close() != 0) fail_io("close failed", errno);
     if (::rename(path_.c_str(), target_.c_str()) != 0) {
       fail_io(fmt::format("cannot rename '{}' over it", path_.filename().string()), errno);
@@ -547,12 +559,34 @@ class TempFile {
   }
 
  private:
+  std::string create_step() const {
+    return fmt::format("cannot create a temporary file in '{}'", folder_.string());
+  }
+
+  // Gives the file a fresh hidden name next to the target: `make(path)` creates it there and
+  // returns 0 or an errno. It never replaces a file; on the rare name clash, another name.
+  template <class Make>
+  void name_file(std::string_view step, Make make) {
+    static std::atomic<uint64_t> counter{0};
+    std::random_device random;
+    int error = EEXIST;
+    for (int attempt = 0; attempt < 100 && error == EEXIST; ++attempt) {
+      const fs::path path =
+          folder_ / fmt::format(".{}.tmp{}.{}.{:08x}", target_.filename().string(), ::getpid(),
+                                counter.fetch_add(1), random());
+      error = make(path);
+      if (error == 0) path_ = path;
+    }
+    if (error != 0) fail_io(step, error);
+  }
+
   [[noreturn]] void fail_io(std::string_view step, int error) const {
     fail(ErrorCode::kIo, "cannot write '{}': {}: {}", target_.string(), step, errno_text(error));
   }
 
   fs::path target_;
-  fs::path path_;
+  fs::path folder_;
+  fs::path path_;  // empty while the file has no name
   std::optional<Fd> fd_;
   bool renamed_ = false;
 };

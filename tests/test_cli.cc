@@ -651,6 +651,30 @@ TEST_F(Cli, BadInputsExitOneWithOneErrorLine) {
   }
 }
 
+// protobuf parses at most 2 GiB. A larger model or .pb file is refused by its size before it is
+// read: with the memory limit below its size, reading it first would report the limit instead.
+TEST_F(Cli, ProtobufFilesOverTwoGiBAreRefusedBeforeTheyAreRead) {
+  const auto sparse = [&](const std::string& name) {
+    const fs::path path = dir_ / name;
+    write(path, "");
+    fs::resize_file(path, (std::uintmax_t{1} << 31) + 1);  // a hole: no disk, no memory
+    return path;
+  };
+  const fs::path model = sparse("big.onnx");
+  const Result r = cli({"run", model.string(), "--memory-limit", "1GiB"});
+  expect_one_error_line(r);
+  EXPECT_EQ(r.err, fmt::format("error: model '{}': 2147483649 bytes is more than protobuf can "
+                               "parse (2 GiB)\n",
+                               model.string()));
+  const fs::path tensor = sparse("big.pb");
+  const Result t = cli({"run", model_.string(), "-i", "x=" + tensor.string(), "-i", "axis=const:0",
+                        "--memory-limit", "1GiB"});
+  expect_one_error_line(t);
+  EXPECT_EQ(t.err, fmt::format("error: tensor file '{}': 2147483649 bytes is more than protobuf "
+                               "can parse (2 GiB)\n",
+                               tensor.string()));
+}
+
 // ---- test ---------------------------------------------------------------------------------------
 
 // An ONNX backend test folder: model.onnx and test_data_set_0 with the inputs and `expected`.

@@ -1,5 +1,6 @@
 // Tensor files: ONNX TensorProto (.pb) and NumPy .npy, and the file I/O under them.
 #include <fcntl.h>
+#include <google/protobuf/io/coded_stream.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -173,10 +174,7 @@ void copy_typed_field(const ::onnx::TensorProto& proto, std::string_view what, T
 // `file_what` names the file the bytes came from, or is empty.
 Tensor parse_tensor_proto_from(std::span<const std::byte> bytes, std::string_view file_what,
                                std::string* name) {
-  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-    fail(ErrorCode::kLimit, "{}: {} bytes is more than protobuf can parse (2 GiB)",
-         proto_what(file_what, {}), bytes.size());
-  }
+  check_protobuf_size(bytes.size(), proto_what(file_what, {}));
   ::onnx::TensorProto proto;
   if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     fail(ErrorCode::kParse, "{}: {} bytes are not a valid protobuf TensorProto",
@@ -593,6 +591,20 @@ class TempFile {
 
 }  // namespace
 
+void check_protobuf_size(std::size_t bytes, std::string_view what) {
+  if (bytes > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    fail(ErrorCode::kLimit, "{}: {} bytes is more than protobuf can parse (2 GiB)", what, bytes);
+  }
+}
+
+std::string read_protobuf_file(const fs::path& path, std::string_view what) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) {
+    check_protobuf_size(static_cast<std::size_t>(info.st_size), what);
+  }
+  return read_file(path);
+}
+
 void check_no_external_data(const ::onnx::TensorProto& proto, std::string_view what) {
   if (proto.data_location() == ::onnx::TensorProto::EXTERNAL || proto.external_data_size() > 0) {
     fail(ErrorCode::kUnsupported,
@@ -664,6 +676,15 @@ std::string serialize_tensor_proto(ConstTensorView tensor, std::string_view name
   proto.set_name(std::string(name));
   proto.set_data_type(onnx_from_dtype(tensor.dtype));
   for (int64_t d : tensor.shape) proto.add_dims(d);
+  // Refused before the data is copied (and before protobuf logs its own complaint to stderr):
+  // raw_data adds its tag (1 byte) and its length (a varint) to the data.
+  const std::size_t total = proto.ByteSizeLong() + 1 +
+                            google::protobuf::io::CodedOutputStream::VarintSize64(nbytes) + nbytes;
+  if (total > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    fail(ErrorCode::kLimit,
+         "{}: {} bytes of data make a protobuf of {} bytes, more than protobuf can hold (2 GiB)",
+         what, nbytes, total);
+  }
   std::string* raw = proto.mutable_raw_data();
   raw->resize(nbytes);
   copy_bytes(raw->data(), tensor.data, nbytes);
@@ -729,7 +750,9 @@ Tensor read_tensor_file(const fs::path& path, std::string* name) {
     if (name != nullptr) name->clear();
     return t;
   }
-  if (extension == ".pb") return parse_tensor_proto_from(as_bytes(read_file(path)), what, name);
+  if (extension == ".pb") {
+    return parse_tensor_proto_from(as_bytes(read_protobuf_file(path, what)), what, name);
+  }
   fail(ErrorCode::kInvalidArgument,
        "{}: cannot tell the format from {} (accepted: .npy for NumPy, .pb for ONNX TensorProto)",
        what, extension.empty() ? "a name without extension" : fmt::format("'{}'", extension));

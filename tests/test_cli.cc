@@ -550,6 +550,26 @@ TEST_F(Cli, KillWhileWritingLeavesThePreviousFileOrTheWholeNewOne) {
   EXPECT_EQ(killed_midway, 1) << "no kill landed while the output was being written";
 }
 
+TEST_F(Cli, TwoOutputsForOneFileWriteNothing) {
+  ModelBuilder b(14);
+  b.input("x", kDouble).output("a/b").output("a:b");
+  b.node("Identity", {"x"}, {"a/b"});
+  b.node("Identity", {"x"}, {"a:b"});
+  b.write(dir_ / "clash.onnx");
+  const fs::path out = dir_ / "out";
+  fs::create_directory(out);
+  write(out / "a_b.npy", "previous contents");
+  const Result r = cli(
+      {"run", (dir_ / "clash.onnx").string(), "-i", "x=" + x_npy_.string(), "-o", out.string()});
+  expect_one_error_line(r);
+  EXPECT_EQ(r.err, fmt::format("error: outputs 'a/b' and 'a:b' would both be written to '{}' "
+                               "(file names keep only letters, digits, '.', '_' and '-')\n",
+                               (out / "a_b.npy").string()));
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(read_all(out / "a_b.npy"), "previous contents");
+  EXPECT_EQ(names_in(out), std::vector<std::string>{"a_b.npy"});
+}
+
 // ---- Bad input ----------------------------------------------------------------------------------
 
 TEST_F(Cli, MemoryLimitRefusesLargeTensorsAndFiles) {
@@ -651,6 +671,32 @@ TEST_F(Cli, BadInputsExitOneWithOneErrorLine) {
   }
 }
 
+TEST_F(Cli, GeneratedValuesNeedATypeCumulusRuns) {
+  ModelBuilder untyped(14);
+  untyped.input("x", 0).output("y");
+  untyped.node("Identity", {"x"}, {"y"});
+  untyped.write(dir_ / "untyped.onnx");
+  ModelBuilder int8(14);
+  int8.input("x", kInt8).output("y");
+  int8.node("Identity", {"x"}, {"y"});
+  int8.write(dir_ / "int8.onnx");
+  for (const std::string spec : {"x=random:2x3", "x=const:1"}) {
+    SCOPED_TRACE(spec);
+    const Result none = cli({"run", (dir_ / "untyped.onnx").string(), "-i", spec});
+    expect_one_error_line(none);
+    EXPECT_EQ(none.err, "error: input 'x' declares no type, so '" + spec +
+                            "' cannot make a value for it; give a .npy or .pb file\n");
+    const Result other = cli({"run", (dir_ / "int8.onnx").string(), "-i", spec});
+    expect_one_error_line(other);
+    EXPECT_EQ(other.err, "error: input 'x' has type int8, which cumulus does not run, so '" + spec +
+                             "' cannot make a value for it\n");
+  }
+  // As the message says, a file does it.
+  const Result file = cli({"run", (dir_ / "untyped.onnx").string(), "-i", "x=" + x_npy_.string()});
+  EXPECT_EQ(file.status, 0) << file.err;
+  EXPECT_THAT(file.out, StartsWith("y: shape=(2, 3), dtype=float64\n"));
+}
+
 // protobuf parses at most 2 GiB. A larger model or .pb file is refused by its size before it is
 // read: with the memory limit below its size, reading it first would report the limit instead.
 TEST_F(Cli, ProtobufFilesOverTwoGiBAreRefusedBeforeTheyAreRead) {
@@ -673,6 +719,67 @@ TEST_F(Cli, ProtobufFilesOverTwoGiBAreRefusedBeforeTheyAreRead) {
   EXPECT_EQ(t.err, fmt::format("error: tensor file '{}': 2147483649 bytes is more than protobuf "
                                "can parse (2 GiB)\n",
                                tensor.string()));
+}
+
+// Allocations that fail end in one line that names what was being allocated, and exit 1.
+// AddressSanitizer's allocator must be told to fail as the system's does, not to abort.
+const std::string kAsanReturnsNull = "ASAN_OPTIONS=allocator_may_return_null=1";
+
+TEST_F(Cli, AllocationFailuresAreOneErrorLine) {
+  // 128 TiB is more address space than a process has, so with the memory limit above it the
+  // allocation itself fails, wherever it is: for an input, or for a node's output.
+  const std::string limit = "--memory-limit=1024TiB";
+  const Result input =
+      cli({"run", model_.string(), "-i", "x=random:17592186044416", "-i", "axis=const:0", limit},
+          kAsanReturnsNull);
+  expect_one_error_line(input);
+  EXPECT_EQ(input.err,
+            "error: input 'x': cannot allocate 140737488355328 bytes for a float64 tensor of "
+            "shape [17592186044416]\n");
+
+  ModelBuilder b(13);
+  b.input("a", kFloat, std::vector<Dim>{32768, 1, 1});
+  b.input("b", kFloat, std::vector<Dim>{1, 32768, 1});
+  b.input("c", kFloat, std::vector<Dim>{1, 1, 32768});
+  b.node("Sum", {"a", "b", "c"}, {"y"});
+  b.output("y", kFloat);
+  b.write(dir_ / "broadcast.onnx");
+  const Result node = cli({"run", (dir_ / "broadcast.onnx").string(), "-i", "a=random:32768x1x1",
+                           "-i", "b=random:1x32768x1", "-i", "c=random:1x1x32768", limit},
+                          kAsanReturnsNull);
+  expect_one_error_line(node);
+  EXPECT_EQ(node.err,
+            "error: cannot allocate 140737488355328 bytes for a float32 tensor of shape [32768, "
+            "32768, 32768] (node #0 (Sum): data_0='a', data_1='b', data_2='c')\n");
+}
+
+// The same under a real shortage: an address space limit of 1.5 GiB, where the input of 560 MB
+// and the output of as much fit, but not the file made of the output. The memory limit is set
+// high so that the machine's memory does not decide.
+TEST_F(Cli, RunningOutOfMemoryIsOneErrorLine) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space, more than the limit";
+#endif
+  constexpr rlim_t kLimit = rlim_t{1536} << 20;
+  const Result input = finish(start({"run", model_.string(), "-i", "x=random:200000000", "-i",
+                                     "axis=const:0", "--threads", "1", "--memory-limit", "1TiB"},
+                                    {.file_size = std::nullopt, .address_space = kLimit}));
+  expect_one_error_line(input);
+  EXPECT_EQ(input.err,
+            "error: input 'x': cannot allocate 1600000000 bytes for a float64 tensor of shape "
+            "[200000000]\n");
+
+  const fs::path out = dir_ / "out";
+  fs::create_directory(out);
+  write(out / "y.npy", "previous contents");
+  const Result file =
+      finish(start({"run", model_.string(), "-i", "x=random:70000000", "-i", "axis=const:0",
+                    "--threads", "1", "--memory-limit", "1TiB", "-o", out.string()},
+                   {.file_size = std::nullopt, .address_space = kLimit}));
+  expect_one_error_line(file);
+  EXPECT_EQ(file.err, "error: not enough memory to serialise output 'y' (560000000 bytes)\n");
+  EXPECT_EQ(read_all(out / "y.npy"), "previous contents");
+  EXPECT_EQ(names_in(out), std::vector<std::string>{"y.npy"});
 }
 
 // ---- test ---------------------------------------------------------------------------------------
@@ -728,6 +835,24 @@ TEST_F(Cli, TestCommandPassesAndFails) {
   const Result missing = cli({"test", (dir_ / "nowhere").string()});
   expect_one_error_line(missing);
   EXPECT_THAT(missing.err, HasSubstr("nowhere"));
+}
+
+TEST_F(Cli, TestCommandNeedsFoldersWithModels) {
+  fs::create_directories(dir_ / "empty" / "sub");
+  write(dir_ / "empty" / "sub" / "notes.txt", "no model here");
+  const Result none = cli({"test", (dir_ / "empty").string()});
+  expect_one_error_line(none);
+  EXPECT_EQ(none.err, fmt::format("error: '{}' holds no model.onnx, nor folders that do\n",
+                                  (dir_ / "empty").string()));
+  EXPECT_EQ(none.out, "");
+
+  const Result missing = cli({"test", (dir_ / "nowhere").string()});
+  expect_one_error_line(missing);
+  EXPECT_EQ(missing.err, fmt::format("error: '{}' does not exist\n", (dir_ / "nowhere").string()));
+
+  const Result file = cli({"test", x_npy_.string()});
+  expect_one_error_line(file);
+  EXPECT_EQ(file.err, fmt::format("error: '{}' is not a folder\n", x_npy_.string()));
 }
 
 TEST_F(Cli, TestCommandOnTheOnnxNodeTests) {

@@ -722,16 +722,17 @@ TEST_F(Cli, ProtobufFilesOverTwoGiBAreRefusedBeforeTheyAreRead) {
 }
 
 // Allocations that fail end in one line that names what was being allocated, and exit 1.
-// AddressSanitizer's allocator must be told to fail as the system's does, not to abort.
-const std::string kAsanReturnsNull = "ASAN_OPTIONS=allocator_may_return_null=1";
-
 TEST_F(Cli, AllocationFailuresAreOneErrorLine) {
+  // AddressSanitizer's allocator must fail as the system's does, not abort, and keep its warning
+  // about it out of stderr.
+  const std::string asan_returns_null =
+      "ASAN_OPTIONS=allocator_may_return_null=1:log_path=" + (dir_ / "asan").string();
   // 128 TiB is more address space than a process has, so with the memory limit above it the
   // allocation itself fails, wherever it is: for an input, or for a node's output.
   const std::string limit = "--memory-limit=1024TiB";
   const Result input =
       cli({"run", model_.string(), "-i", "x=random:17592186044416", "-i", "axis=const:0", limit},
-          kAsanReturnsNull);
+          asan_returns_null);
   expect_one_error_line(input);
   EXPECT_EQ(input.err,
             "error: input 'x': cannot allocate 140737488355328 bytes for a float64 tensor of "
@@ -746,7 +747,7 @@ TEST_F(Cli, AllocationFailuresAreOneErrorLine) {
   b.write(dir_ / "broadcast.onnx");
   const Result node = cli({"run", (dir_ / "broadcast.onnx").string(), "-i", "a=random:32768x1x1",
                            "-i", "b=random:1x32768x1", "-i", "c=random:1x1x32768", limit},
-                          kAsanReturnsNull);
+                          asan_returns_null);
   expect_one_error_line(node);
   EXPECT_EQ(node.err,
             "error: cannot allocate 140737488355328 bytes for a float32 tensor of shape [32768, "

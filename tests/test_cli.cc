@@ -1,18 +1,26 @@
 // The cumulus executable, run as users run it: exit status, stdout, stderr and the files it
 // writes.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cumulus/error.h"
@@ -33,6 +41,7 @@ using namespace model_builder;
 
 struct Result {
   int status = -1;  // the exit status; -1 when it did not exit normally
+  int signal = 0;   // the signal that ended it, if one did
   std::string out, err;
 };
 
@@ -73,6 +82,67 @@ Result cli(const std::vector<std::string>& args, const std::string& env = "") {
   r.out = read_all(out);
   r.err = read_all(err);
   return r;
+}
+
+// A cumulus process started without a shell, so a test can limit it and signal it.
+struct Child {
+  pid_t pid = -1;
+  fs::path out, err;
+};
+
+struct Limits {
+  std::optional<rlim_t> file_size;      // RLIMIT_FSIZE, bytes
+  std::optional<rlim_t> address_space;  // RLIMIT_AS, bytes
+};
+
+// Starts `cumulus args...` with stdout and stderr going to files and `limits` applied to it
+// alone. Under a file size limit SIGXFSZ is ignored, so a write past the limit fails with EFBIG
+// instead of killing the process.
+Child start(const std::vector<std::string>& args, const Limits& limits = {}) {
+  static const TempDir capture;
+  static int calls = 0;
+  Child child{-1, capture / fmt::format("out{}", calls), capture / fmt::format("err{}", calls)};
+  ++calls;
+  std::vector<std::string> words = {CUMULUS_CLI};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  // Everything is prepared above: between fork and exec the child makes system calls only.
+  child.pid = ::fork();
+  if (child.pid != 0) return child;
+  const auto limit = [](int resource, std::optional<rlim_t> bytes) {
+    const rlimit value{*bytes, *bytes};
+    return !bytes || ::setrlimit(resource, &value) == 0;
+  };
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  const int in = ::open("/dev/null", O_RDONLY);
+  const int out = ::open(child.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int err = ::open(child.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!limit(RLIMIT_FSIZE, limits.file_size) || !limit(RLIMIT_AS, limits.address_space) ||
+      ::sigaction(SIGXFSZ, &ignore, nullptr) != 0 || in < 0 || out < 0 || err < 0 ||
+      ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) {
+    ::_exit(126);
+  }
+  ::execv(argv[0], argv.data());
+  ::_exit(127);
+}
+
+// `raw` is the child's wait status.
+Result result_of(const Child& child, int raw) {
+  Result r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.signal = WIFSIGNALED(raw) ? WTERMSIG(raw) : 0;
+  r.out = read_all(child.out);
+  r.err = read_all(child.err);
+  return r;
+}
+
+Result finish(const Child& child) {
+  int raw = 0;
+  if (::waitpid(child.pid, &raw, 0) != child.pid) ADD_FAILURE() << "waitpid: " << errno;
+  return result_of(child, raw);
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -361,8 +431,9 @@ TEST_F(Cli, FailedRunWritesNothing) {
   EXPECT_EQ(names_in(out), std::vector<std::string>{"y.npy"});
 }
 
-TEST_F(Cli, FailedOutputWriteLeavesNoTemporaryFiles) {
-  // Two outputs; the second one's target is a folder, so renaming onto it fails.
+TEST_F(Cli, OutputBlockedByAFolderWritesNothing) {
+  // Two outputs; a folder stands where the second is to go. That is seen before any file is
+  // written, so the first output is not written either.
   ModelBuilder b(14);
   b.input("x", kDouble).input("axis", kInt64).output("a").output("b");
   b.node("CumSum", {"x", "axis"}, {"a"});
@@ -373,16 +444,130 @@ TEST_F(Cli, FailedOutputWriteLeavesNoTemporaryFiles) {
   const Result r = cli({"run", (dir_ / "two.onnx").string(), "-i", "x=" + x_npy_.string(), "-i",
                         "axis=const:1", "-o", out.string()});
   expect_one_error_line(r);
-  EXPECT_THAT(r.err, HasSubstr("b.npy"));
-  EXPECT_TRUE(fs::is_directory(out / "b.npy"));
+  EXPECT_EQ(r.err, fmt::format("error: cannot write '{}': a folder of that name is in the way\n",
+                               (out / "b.npy").string()));
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(names_in(out), std::vector<std::string>{"b.npy"});
   EXPECT_TRUE(fs::is_empty(out / "b.npy"));
-  for (const auto& name : names_in(out)) {
-    EXPECT_TRUE(name == "a.npy" || name == "b.npy") << "left behind: " << name;
+}
+
+// Two outputs, the second of them 800 KB, under a file size limit of 64 KiB: the second write
+// fails after 64 KiB are on disk. The first output is written whole, the second's previous file
+// stays as it was, and no partial or temporary file is left.
+TEST_F(Cli, WriteFailingMidwayKeepsThePreviousFile) {
+  ModelBuilder b(14);
+  b.input("s", kDouble).input("x", kDouble).output("a").output("b");
+  b.node("Identity", {"s"}, {"a"});
+  b.node("Identity", {"x"}, {"b"});
+  b.write(dir_ / "two.onnx");
+  const fs::path out = dir_ / "out";
+  fs::create_directory(out);
+  write(out / "a.npy", "previous a");
+  write(out / "b.npy", "previous b");
+  const Result r = finish(start({"run", (dir_ / "two.onnx").string(), "-i", "s=" + x_npy_.string(),
+                                 "-i", "x=random:100000", "-o", out.string()},
+                                {.file_size = 64 << 10, .address_space = std::nullopt}));
+  expect_one_error_line(r);
+  EXPECT_EQ(r.err, fmt::format("error: cannot write '{}': write failed: File too large\n",
+                               (out / "b.npy").string()));
+  EXPECT_EQ(r.out, fmt::format("wrote {} (float64, shape (2, 3))\n", (out / "a.npy").string()));
+  EXPECT_EQ(names_in(out), (std::vector<std::string>{"a.npy", "b.npy"}));
+  EXPECT_EQ(values_of<double>(read_npy(out / "a.npy")), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  const std::string b_now = read_all(out / "b.npy");
+  EXPECT_TRUE(b_now == "previous b") << "b.npy now holds " << b_now.size() << " bytes";
+}
+
+// The size of a regular file that process `pid` holds open in `dir`: the output it is writing,
+// under whatever name (or none). Empty when it holds none.
+std::optional<off_t> size_of_file_open_in(pid_t pid, const fs::path& dir) {
+  const std::string prefix = dir.string() + "/";
+  std::error_code ec;
+  for (fs::directory_iterator it(fmt::format("/proc/{}/fd", pid), ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code link_ec;
+    const std::string target = fs::read_symlink(it->path(), link_ec).string();
+    struct stat info {};
+    if (!link_ec && target.starts_with(prefix) && ::stat(it->path().c_str(), &info) == 0 &&
+        S_ISREG(info.st_mode)) {
+      return info.st_size;
+    }
   }
-  // An output written before the failure, if any, is whole.
-  if (fs::exists(out / "a.npy")) {
-    EXPECT_EQ(values_of<double>(read_npy(out / "a.npy")), y_);
+  return std::nullopt;
+}
+
+// SIGKILL while a 128 MB output is being written. The kill is sent once the output is seen
+// partly written; should it land later than that, after the rename, the same promise holds:
+// the folder holds the previous file or the whole new one, and nothing else.
+TEST_F(Cli, KillWhileWritingLeavesThePreviousFileOrTheWholeNewOne) {
+  constexpr int64_t kCount = 16'000'000;
+  constexpr auto kDataBytes = static_cast<off_t>(kCount * sizeof(double));
+  const fs::path out = dir_ / "out";
+  fs::create_directory(out);
+  const fs::path folder = fs::canonical(out);
+  const auto args = [&](const fs::path& to) {
+    return std::vector<std::string>{
+        "run", model_.string(), "-i", fmt::format("x=random:{}", kCount),
+        "-i",  "axis=const:0",  "-o", to.string()};
+  };
+  std::string whole;  // the output of an uninterrupted run, made when first needed
+  int killed_midway = 0;
+  for (int attempt = 0; attempt < 5 && killed_midway == 0; ++attempt) {
+    SCOPED_TRACE(fmt::format("attempt {}", attempt));
+    write(out / "y.npy", "previous contents");
+    const Child child = start(args(out));
+    int raw = 0;
+    bool killed = false;
+    while (::waitpid(child.pid, &raw, WNOHANG) == 0) {
+      const std::optional<off_t> size = size_of_file_open_in(child.pid, folder);
+      if (size && *size > 0 && *size < kDataBytes) {
+        ASSERT_EQ(::kill(child.pid, SIGKILL), 0);
+        ASSERT_EQ(::waitpid(child.pid, &raw, 0), child.pid);
+        killed = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    const Result r = result_of(child, raw);
+    if (killed) {
+      EXPECT_EQ(r.signal, SIGKILL);
+    } else {
+      EXPECT_EQ(r.status, 0) << r.err;
+    }
+    EXPECT_EQ(names_in(out), std::vector<std::string>{"y.npy"}) << "a temporary file is left";
+    const std::string now = read_all(out / "y.npy");
+    if (now == "previous contents") {
+      killed_midway += killed ? 1 : 0;
+      continue;
+    }
+    if (whole.empty()) {
+      ASSERT_EQ(cli(args(dir_ / "whole")).status, 0);
+      whole = read_all(dir_ / "whole" / "y.npy");
+      ASSERT_EQ(whole.size(), static_cast<std::size_t>(kDataBytes) + 128);
+    }
+    EXPECT_TRUE(now == whole) << "y.npy is " << now.size() << " bytes, not the previous file "
+                              << "nor the whole new one of " << whole.size();
   }
+  EXPECT_EQ(killed_midway, 1) << "no kill landed while the output was being written";
+}
+
+TEST_F(Cli, TwoOutputsForOneFileWriteNothing) {
+  ModelBuilder b(14);
+  b.input("x", kDouble).output("a/b").output("a:b");
+  b.node("Identity", {"x"}, {"a/b"});
+  b.node("Identity", {"x"}, {"a:b"});
+  b.write(dir_ / "clash.onnx");
+  const fs::path out = dir_ / "out";
+  fs::create_directory(out);
+  write(out / "a_b.npy", "previous contents");
+  const Result r = cli(
+      {"run", (dir_ / "clash.onnx").string(), "-i", "x=" + x_npy_.string(), "-o", out.string()});
+  expect_one_error_line(r);
+  EXPECT_EQ(r.err, fmt::format("error: outputs 'a/b' and 'a:b' would both be written to '{}' "
+                               "(file names keep only letters, digits, '.', '_' and '-')\n",
+                               (out / "a_b.npy").string()));
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(read_all(out / "a_b.npy"), "previous contents");
+  EXPECT_EQ(names_in(out), std::vector<std::string>{"a_b.npy"});
 }
 
 // ---- Bad input ----------------------------------------------------------------------------------
@@ -486,6 +671,118 @@ TEST_F(Cli, BadInputsExitOneWithOneErrorLine) {
   }
 }
 
+TEST_F(Cli, GeneratedValuesNeedATypeCumulusRuns) {
+  ModelBuilder untyped(14);
+  untyped.input("x", 0).output("y");
+  untyped.node("Identity", {"x"}, {"y"});
+  untyped.write(dir_ / "untyped.onnx");
+  ModelBuilder int8(14);
+  int8.input("x", kInt8).output("y");
+  int8.node("Identity", {"x"}, {"y"});
+  int8.write(dir_ / "int8.onnx");
+  for (const std::string spec : {"x=random:2x3", "x=const:1"}) {
+    SCOPED_TRACE(spec);
+    const Result none = cli({"run", (dir_ / "untyped.onnx").string(), "-i", spec});
+    expect_one_error_line(none);
+    EXPECT_EQ(none.err, "error: input 'x' declares no type, so '" + spec +
+                            "' cannot make a value for it; give a .npy or .pb file\n");
+    const Result other = cli({"run", (dir_ / "int8.onnx").string(), "-i", spec});
+    expect_one_error_line(other);
+    EXPECT_EQ(other.err, "error: input 'x' has type int8, which cumulus does not run, so '" + spec +
+                             "' cannot make a value for it\n");
+  }
+  // As the message says, a file does it.
+  const Result file = cli({"run", (dir_ / "untyped.onnx").string(), "-i", "x=" + x_npy_.string()});
+  EXPECT_EQ(file.status, 0) << file.err;
+  EXPECT_THAT(file.out, StartsWith("y: shape=(2, 3), dtype=float64\n"));
+}
+
+// protobuf parses at most 2 GiB. A larger model or .pb file is refused by its size before it is
+// read: with the memory limit below its size, reading it first would report the limit instead.
+TEST_F(Cli, ProtobufFilesOverTwoGiBAreRefusedBeforeTheyAreRead) {
+  const auto sparse = [&](const std::string& name) {
+    const fs::path path = dir_ / name;
+    write(path, "");
+    fs::resize_file(path, (std::uintmax_t{1} << 31) + 1);  // a hole: no disk, no memory
+    return path;
+  };
+  const fs::path model = sparse("big.onnx");
+  const Result r = cli({"run", model.string(), "--memory-limit", "1GiB"});
+  expect_one_error_line(r);
+  EXPECT_EQ(r.err, fmt::format("error: model '{}': 2147483649 bytes is more than protobuf can "
+                               "parse (2 GiB)\n",
+                               model.string()));
+  const fs::path tensor = sparse("big.pb");
+  const Result t = cli({"run", model_.string(), "-i", "x=" + tensor.string(), "-i", "axis=const:0",
+                        "--memory-limit", "1GiB"});
+  expect_one_error_line(t);
+  EXPECT_EQ(t.err, fmt::format("error: tensor file '{}': 2147483649 bytes is more than protobuf "
+                               "can parse (2 GiB)\n",
+                               tensor.string()));
+}
+
+// Allocations that fail end in one line that names what was being allocated, and exit 1.
+TEST_F(Cli, AllocationFailuresAreOneErrorLine) {
+  // AddressSanitizer's allocator must fail as the system's does, not abort, and keep its warning
+  // about it out of stderr.
+  const std::string asan_returns_null =
+      "ASAN_OPTIONS=allocator_may_return_null=1:log_path=" + (dir_ / "asan").string();
+  // 128 TiB is more address space than a process has, so with the memory limit above it the
+  // allocation itself fails, wherever it is: for an input, or for a node's output.
+  const std::string limit = "--memory-limit=1024TiB";
+  const Result input =
+      cli({"run", model_.string(), "-i", "x=random:17592186044416", "-i", "axis=const:0", limit},
+          asan_returns_null);
+  expect_one_error_line(input);
+  EXPECT_EQ(input.err,
+            "error: input 'x': cannot allocate 140737488355328 bytes for a float64 tensor of "
+            "shape [17592186044416]\n");
+
+  ModelBuilder b(13);
+  b.input("a", kFloat, std::vector<Dim>{32768, 1, 1});
+  b.input("b", kFloat, std::vector<Dim>{1, 32768, 1});
+  b.input("c", kFloat, std::vector<Dim>{1, 1, 32768});
+  b.node("Sum", {"a", "b", "c"}, {"y"});
+  b.output("y", kFloat);
+  b.write(dir_ / "broadcast.onnx");
+  const Result node = cli({"run", (dir_ / "broadcast.onnx").string(), "-i", "a=random:32768x1x1",
+                           "-i", "b=random:1x32768x1", "-i", "c=random:1x1x32768", limit},
+                          asan_returns_null);
+  expect_one_error_line(node);
+  EXPECT_EQ(node.err,
+            "error: cannot allocate 140737488355328 bytes for a float32 tensor of shape [32768, "
+            "32768, 32768] (node #0 (Sum): data_0='a', data_1='b', data_2='c')\n");
+}
+
+// The same under a real shortage: an address space limit of 1.5 GiB, where the input of 560 MB
+// and the output of as much fit, but not the file made of the output. The memory limit is set
+// high so that the machine's memory does not decide.
+TEST_F(Cli, RunningOutOfMemoryIsOneErrorLine) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space, more than the limit";
+#endif
+  constexpr rlim_t kLimit = rlim_t{1536} << 20;
+  const Result input = finish(start({"run", model_.string(), "-i", "x=random:200000000", "-i",
+                                     "axis=const:0", "--threads", "1", "--memory-limit", "1TiB"},
+                                    {.file_size = std::nullopt, .address_space = kLimit}));
+  expect_one_error_line(input);
+  EXPECT_EQ(input.err,
+            "error: input 'x': cannot allocate 1600000000 bytes for a float64 tensor of shape "
+            "[200000000]\n");
+
+  const fs::path out = dir_ / "out";
+  fs::create_directory(out);
+  write(out / "y.npy", "previous contents");
+  const Result file =
+      finish(start({"run", model_.string(), "-i", "x=random:70000000", "-i", "axis=const:0",
+                    "--threads", "1", "--memory-limit", "1TiB", "-o", out.string()},
+                   {.file_size = std::nullopt, .address_space = kLimit}));
+  expect_one_error_line(file);
+  EXPECT_EQ(file.err, "error: not enough memory to serialise output 'y' (560000000 bytes)\n");
+  EXPECT_EQ(read_all(out / "y.npy"), "previous contents");
+  EXPECT_EQ(names_in(out), std::vector<std::string>{"y.npy"});
+}
+
 // ---- test ---------------------------------------------------------------------------------------
 
 // An ONNX backend test folder: model.onnx and test_data_set_0 with the inputs and `expected`.
@@ -539,6 +836,24 @@ TEST_F(Cli, TestCommandPassesAndFails) {
   const Result missing = cli({"test", (dir_ / "nowhere").string()});
   expect_one_error_line(missing);
   EXPECT_THAT(missing.err, HasSubstr("nowhere"));
+}
+
+TEST_F(Cli, TestCommandNeedsFoldersWithModels) {
+  fs::create_directories(dir_ / "empty" / "sub");
+  write(dir_ / "empty" / "sub" / "notes.txt", "no model here");
+  const Result none = cli({"test", (dir_ / "empty").string()});
+  expect_one_error_line(none);
+  EXPECT_EQ(none.err, fmt::format("error: '{}' holds no model.onnx, nor folders that do\n",
+                                  (dir_ / "empty").string()));
+  EXPECT_EQ(none.out, "");
+
+  const Result missing = cli({"test", (dir_ / "nowhere").string()});
+  expect_one_error_line(missing);
+  EXPECT_EQ(missing.err, fmt::format("error: '{}' does not exist\n", (dir_ / "nowhere").string()));
+
+  const Result file = cli({"test", x_npy_.string()});
+  expect_one_error_line(file);
+  EXPECT_EQ(file.err, fmt::format("error: '{}' is not a folder\n", x_npy_.string()));
 }
 
 TEST_F(Cli, TestCommandOnTheOnnxNodeTests) {

@@ -215,8 +215,24 @@ TEST(TensorErrors, MemoryLimit) {
   EXPECT_EQ(memory_limit(), saved);
 }
 
+TEST(TensorErrors, AllocationFailure) {
+  // 128 TiB is more address space than a process has: with the memory limit above it, the
+  // allocation itself fails.
+  const auto saved = memory_limit();
+  set_memory_limit(SIZE_MAX);
+  EXPECT_EQ(error_of([&] { Tensor t(DType::kFloat64, {int64_t{1} << 44}); }, ErrorCode::kLimit),
+            "cannot allocate 140737488355328 bytes for a float64 tensor of shape [17592186044416]");
+  set_memory_limit(saved);
+}
+
 }  // namespace
 }  // namespace cumulus
+
+// AddressSanitizer's allocator must fail as the system's does, not abort, for the allocation
+// failure tested above.
+#if defined(__SANITIZE_ADDRESS__)
+extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
+#endif
 
 namespace cumulus {
 namespace {

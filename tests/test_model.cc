@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <bit>
@@ -1141,6 +1142,55 @@ TEST(ModelErrors, LoadFromFile) {
   relu.node("Relu", {"x"}, {"y"});
   relu.write(dir / "relu.onnx");
   EXPECT_CUMULUS_ERROR(Model::load(dir / "relu.onnx"), HasSubstr("relu.onnx"), HasSubstr("Relu"));
+}
+
+// Address space that reads as zeros and is never touched: bytes larger than protobuf takes, at
+// no cost in memory.
+class Untouched {
+ public:
+  explicit Untouched(std::size_t size)
+      : size_(size),
+        data_(
+            ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)) {}
+  Untouched(const Untouched&) = delete;
+  Untouched& operator=(const Untouched&) = delete;
+  ~Untouched() {
+    if (data_ != MAP_FAILED) ::munmap(data_, size_);
+  }
+  bool mapped() const { return data_ != MAP_FAILED; }
+  std::span<const std::byte> bytes(std::size_t n) const {
+    return {static_cast<const std::byte*>(data_), n};
+  }
+
+ private:
+  std::size_t size_;
+  void* data_;
+};
+
+TEST(ModelErrors, LargerThanProtobufParses) {
+  const Untouched memory(std::size_t{1} << 31);
+  ASSERT_TRUE(memory.mapped());
+  const auto two_gib = memory.bytes(std::size_t{1} << 31);
+  EXPECT_EQ(error_of([&] { Model::parse(two_gib, "model 'big'"); }),
+            "model 'big': 2147483648 bytes is more than protobuf can parse (2 GiB)");
+  EXPECT_EQ(code_of([&] { Model::parse(two_gib); }), ErrorCode::kLimit);
+  // One byte less is for protobuf to judge (zeros are not a model).
+  const auto most = memory.bytes((std::size_t{1} << 31) - 1);
+  EXPECT_EQ(error_of([&] { Model::parse(most, "model 'big'"); }),
+            "model 'big': not a valid ONNX model (the protobuf does not parse)");
+
+  // A file is refused by its size before it is read: with the memory limit below its size,
+  // reading it first would report the limit instead.
+  TempDir dir;
+  const fs::path path = dir / "big.onnx";
+  ModelBuilder::write_bytes(path, "");
+  fs::resize_file(path, (std::uintmax_t{1} << 31) + 1);  // a hole: no disk, no memory
+  const auto saved = memory_limit();
+  set_memory_limit(std::size_t{1} << 20);
+  EXPECT_EQ(error_of([&] { Model::load(path); }),
+            fmt::format("model '{}': 2147483649 bytes is more than protobuf can parse (2 GiB)",
+                        path.string()));
+  set_memory_limit(saved);
 }
 
 // ---- Numbers ------------------------------------------------------------------------------------

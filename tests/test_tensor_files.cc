@@ -5,6 +5,7 @@
 #include <onnx/onnx_pb.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -33,6 +34,12 @@ using ::testing::Throws;
 auto throws_error(ErrorCode code, const std::string& substring) {
   return Throws<Error>(AllOf(Property("code", &Error::code, code),
                              Property("what", &Error::what, HasSubstr(substring))));
+}
+
+// Exactly `message`, with `code`.
+auto throws_exactly(ErrorCode code, const std::string& message) {
+  return Throws<Error>(AllOf(Property("code", &Error::code, code),
+                             Property("what", &Error::what, ::testing::StrEq(message))));
 }
 
 std::span<const std::byte> bytes_of(const std::string& s) {
@@ -436,6 +443,68 @@ TEST(TensorProto, TypedValuesOutsideTheirType) {
                            "TensorProto: uint64_data[0] = 4294967296 does not fit in uint32"));
 }
 
+// Address space that reads as zeros and is never touched: more bytes than protobuf takes, at no
+// cost in memory.
+class Untouched {
+ public:
+  explicit Untouched(std::size_t size)
+      : size_(size),
+        data_(
+            ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)) {}
+  Untouched(const Untouched&) = delete;
+  Untouched& operator=(const Untouched&) = delete;
+  ~Untouched() {
+    if (data_ != MAP_FAILED) ::munmap(data_, size_);
+  }
+  bool mapped() const { return data_ != MAP_FAILED; }
+  const void* data() const { return data_; }
+  std::span<const std::byte> bytes(std::size_t n) const {
+    return {static_cast<const std::byte*>(data_), n};
+  }
+
+ private:
+  std::size_t size_;
+  void* data_;
+};
+
+TEST(TensorProto, LargerThanProtobufParses) {
+  const Untouched memory(std::size_t{1} << 31);
+  ASSERT_TRUE(memory.mapped());
+  EXPECT_THAT(
+      [&] { parse_tensor_proto(memory.bytes(std::size_t{1} << 31)); },
+      throws_exactly(ErrorCode::kLimit,
+                     "TensorProto: 2147483648 bytes is more than protobuf can parse (2 GiB)"));
+  // One byte less is for protobuf to judge (zeros are not a TensorProto).
+  EXPECT_THAT([&] { parse_tensor_proto(memory.bytes((std::size_t{1} << 31) - 1)); },
+              throws_exactly(ErrorCode::kParse,
+                             "TensorProto: 2147483647 bytes are not a valid protobuf TensorProto"));
+}
+
+// Refused before the data is copied, and without protobuf's own complaint on stderr. The limit
+// is on the whole message: 2^31 - 16 bytes of data are less than 2 GiB, but not with the name
+// (5 bytes), the type (2), the dims (6) and raw_data's tag and length (6).
+TEST(TensorProto, LargerThanProtobufSerialises) {
+  const Untouched memory(std::size_t{1} << 31);
+  ASSERT_TRUE(memory.mapped());
+  const std::pair<int64_t, std::string> cases[] = {
+      {int64_t{1} << 29,
+       "TensorProto 'big': 2147483648 bytes of data make a protobuf of 2147483667 bytes, more "
+       "than protobuf can hold (2 GiB)"},
+      {(int64_t{1} << 29) - 4,
+       "TensorProto 'big': 2147483632 bytes of data make a protobuf of 2147483651 bytes, more "
+       "than protobuf can hold (2 GiB)"},
+  };
+  for (const auto& [count, message] : cases) {
+    SCOPED_TRACE(count);
+    const Shape shape = {count};
+    const ConstTensorView view(DType::kFloat32, shape, memory.data());
+    ::testing::internal::CaptureStderr();
+    EXPECT_THAT([&] { serialize_tensor_proto(view, "big"); },
+                throws_exactly(ErrorCode::kLimit, message));
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  }
+}
+
 TEST(TensorProto, TensorFromProtoNamesTheTensorAsTheCallerDoes) {
   ::onnx::TensorProto proto = float_proto({2, 2}, 4);
   const Tensor t = tensor_from_proto(proto, "initializer 'w'");
@@ -812,6 +881,22 @@ TEST_F(TensorFiles, ErrorsNameTheFile) {
                            fmt::format("tensor file '{}': 2 bytes are not a valid protobuf "
                                        "TensorProto",
                                        (dir_ / "junk.pb").string())));
+}
+
+// A .pb file larger than protobuf parses is refused by its size before it is read: with the
+// memory limit below its size, reading it first would report the limit instead.
+TEST_F(TensorFiles, ProtobufFilesOverTwoGiBAreRefusedBeforeTheyAreRead) {
+  const fs::path path = dir_ / "big.pb";
+  write_file_atomic(path, "");
+  fs::resize_file(path, (std::uintmax_t{1} << 31) + 1);  // a hole: no disk, no memory
+  const auto saved = memory_limit();
+  set_memory_limit(std::size_t{1} << 20);
+  EXPECT_THAT([&] { read_tensor_file(path); },
+              throws_exactly(ErrorCode::kLimit,
+                             fmt::format("tensor file '{}': 2147483649 bytes is more than "
+                                         "protobuf can parse (2 GiB)",
+                                         path.string())));
+  set_memory_limit(saved);
 }
 
 TEST_F(TensorFiles, UnknownExtensions) {

@@ -2,7 +2,6 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstring>
 #include <deque>
 #include <unordered_map>
@@ -571,10 +570,7 @@ Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
 Model Model::parse(std::span<const std::byte> bytes, std::string_view what) {
-  if (bytes.size() > INT_MAX) {
-    fail(ErrorCode::kLimit, "{}: {} bytes is larger than protobuf can parse (2 GiB)", what,
-         bytes.size());
-  }
+  check_protobuf_size(bytes.size(), what);
   ::onnx::ModelProto proto;
   if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     fail(ErrorCode::kParse, "{}: not a valid ONNX model (the protobuf does not parse)", what);
@@ -585,8 +581,9 @@ Model Model::parse(std::span<const std::byte> bytes, std::string_view what) {
 }
 
 Model Model::load(const std::filesystem::path& path) {
-  const std::string bytes = read_file(path);
-  return parse(std::as_bytes(std::span(bytes)), fmt::format("model '{}'", path.string()));
+  const std::string what = fmt::format("model '{}'", path.string());
+  const std::string bytes = read_protobuf_file(path, what);
+  return parse(std::as_bytes(std::span(bytes)), what);
 }
 
 int64_t Model::ir_version() const noexcept { return impl_->ir_version; }

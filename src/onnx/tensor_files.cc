@@ -1,5 +1,6 @@
 // Tensor files: ONNX TensorProto (.pb) and NumPy .npy, and the file I/O under them.
 #include <fcntl.h>
+#include <google/protobuf/io/coded_stream.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -173,10 +174,7 @@ void copy_typed_field(const ::onnx::TensorProto& proto, std::string_view what, T
 // `file_what` names the file the bytes came from, or is empty.
 Tensor parse_tensor_proto_from(std::span<const std::byte> bytes, std::string_view file_what,
                                std::string* name) {
-  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-    fail(ErrorCode::kLimit, "{}: {} bytes is more than protobuf can parse (2 GiB)",
-         proto_what(file_what, {}), bytes.size());
-  }
+  check_protobuf_size(bytes.size(), proto_what(file_what, {}));
   ::onnx::TensorProto proto;
   if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     fail(ErrorCode::kParse, "{}: {} bytes are not a valid protobuf TensorProto",
@@ -497,32 +495,36 @@ class Fd {
   int fd_;
 };
 
-// A new file next to the target. Removed when destroyed unless renamed over the target.
+// A new file next to the target, renamed over it once whole. Where the file system allows, the
+// file has no name until then (O_TMPFILE), so even a process killed midway leaves nothing behind;
+// elsewhere it has a hidden name, removed on failure.
 class TempFile {
  public:
-  explicit TempFile(const fs::path& target) : target_(target) {
-    const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    static std::atomic<uint64_t> counter{0};
-    std::random_device random;
-    // O_EXCL never opens someone else's file; on the rare name clash, try another name.
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      path_ = folder / fmt::format(".{}.tmp{}.{}.{:08x}", target.filename().string(), ::getpid(),
-                                   counter.fetch_add(1), random());
-      // 0666 leaves the permissions to the umask, as for any newly created file.
-      const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  explicit TempFile(const fs::path& target)
+      : target_(target), folder_(target.has_parent_path() ? target.parent_path() : ".") {
+    // 0666 leaves the permissions to the umask, as for any newly created file. An unnamed file
+    // is named through /proc at the end (linkat with AT_EMPTY_PATH needs privileges).
+    if (::access("/proc/self/fd", X_OK) == 0) {
+      const int fd = ::open(folder_.c_str(), O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
       if (fd >= 0) {
         fd_.emplace(fd);
         return;
       }
-      if (errno != EEXIST) break;
+      // File systems without O_TMPFILE say EOPNOTSUPP; kernels older than 3.11 say EISDIR.
+      if (errno != EOPNOTSUPP && errno != EISDIR) fail_io(create_step(), errno);
     }
-    fail_io(fmt::format("cannot create a temporary file in '{}'", folder.string()), errno);
+    name_file(create_step(), [this](const fs::path& path) {
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd < 0) return errno;
+      fd_.emplace(fd);
+      return 0;
+    });
   }
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
   ~TempFile() {
     fd_.reset();
-    if (!renamed_) ::unlink(path_.c_str());
+    if (!renamed_ && !path_.empty()) ::unlink(path_.c_str());
   }
 
   void write(std::string_view bytes) {
@@ -539,6 +541,14 @@ class TempFile {
   // Makes the contents durable before the rename, so the target is never seen half written.
   void commit() {
     if (::fsync(fd_->get()) != 0) fail_io("fsync failed", errno);
+    if (path_.empty()) {
+      const std::string self = fmt::format("/proc/self/fd/{}", fd_->get());
+      name_file("cannot name the temporary file", [&self](const fs::path& path) {
+        return ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0
+                   ? 0
+                   : errno;
+      });
+    }
     if (fd_->close() != 0) fail_io("close failed", errno);
     if (::rename(path_.c_str(), target_.c_str()) != 0) {
       fail_io(fmt::format("cannot rename '{}' over it", path_.filename().string()), errno);
@@ -547,17 +557,53 @@ class TempFile {
   }
 
  private:
+  std::string create_step() const {
+    return fmt::format("cannot create a temporary file in '{}'", folder_.string());
+  }
+
+  // Gives the file a fresh hidden name next to the target: `make(path)` creates it there and
+  // returns 0 or an errno. It never replaces a file; on the rare name clash, another name.
+  template <class Make>
+  void name_file(std::string_view step, Make make) {
+    static std::atomic<uint64_t> counter{0};
+    std::random_device random;
+    int error = EEXIST;
+    for (int attempt = 0; attempt < 100 && error == EEXIST; ++attempt) {
+      const fs::path path =
+          folder_ / fmt::format(".{}.tmp{}.{}.{:08x}", target_.filename().string(), ::getpid(),
+                                counter.fetch_add(1), random());
+      error = make(path);
+      if (error == 0) path_ = path;
+    }
+    if (error != 0) fail_io(step, error);
+  }
+
   [[noreturn]] void fail_io(std::string_view step, int error) const {
     fail(ErrorCode::kIo, "cannot write '{}': {}: {}", target_.string(), step, errno_text(error));
   }
 
   fs::path target_;
-  fs::path path_;
+  fs::path folder_;
+  fs::path path_;  // empty while the file has no name
   std::optional<Fd> fd_;
   bool renamed_ = false;
 };
 
 }  // namespace
+
+void check_protobuf_size(std::size_t bytes, std::string_view what) {
+  if (bytes > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    fail(ErrorCode::kLimit, "{}: {} bytes is more than protobuf can parse (2 GiB)", what, bytes);
+  }
+}
+
+std::string read_protobuf_file(const fs::path& path, std::string_view what) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) {
+    check_protobuf_size(static_cast<std::size_t>(info.st_size), what);
+  }
+  return read_file(path);
+}
 
 void check_no_external_data(const ::onnx::TensorProto& proto, std::string_view what) {
   if (proto.data_location() == ::onnx::TensorProto::EXTERNAL || proto.external_data_size() > 0) {
@@ -630,6 +676,15 @@ std::string serialize_tensor_proto(ConstTensorView tensor, std::string_view name
   proto.set_name(std::string(name));
   proto.set_data_type(onnx_from_dtype(tensor.dtype));
   for (int64_t d : tensor.shape) proto.add_dims(d);
+  // Refused before the data is copied (and before protobuf logs its own complaint to stderr):
+  // raw_data adds its tag (1 byte) and its length (a varint) to the data.
+  const std::size_t total = proto.ByteSizeLong() + 1 +
+                            google::protobuf::io::CodedOutputStream::VarintSize64(nbytes) + nbytes;
+  if (total > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    fail(ErrorCode::kLimit,
+         "{}: {} bytes of data make a protobuf of {} bytes, more than protobuf can hold (2 GiB)",
+         what, nbytes, total);
+  }
   std::string* raw = proto.mutable_raw_data();
   raw->resize(nbytes);
   copy_bytes(raw->data(), tensor.data, nbytes);
@@ -695,7 +750,9 @@ Tensor read_tensor_file(const fs::path& path, std::string* name) {
     if (name != nullptr) name->clear();
     return t;
   }
-  if (extension == ".pb") return parse_tensor_proto_from(as_bytes(read_file(path)), what, name);
+  if (extension == ".pb") {
+    return parse_tensor_proto_from(as_bytes(read_protobuf_file(path, what)), what, name);
+  }
   fail(ErrorCode::kInvalidArgument,
        "{}: cannot tell the format from {} (accepted: .npy for NumPy, .pb for ONNX TensorProto)",
        what, extension.empty() ? "a name without extension" : fmt::format("'{}'", extension));

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <new>
 #include <optional>
 #include <random>
 #include <set>
@@ -75,12 +77,17 @@ const ValueInfo& find_input(const Model& model, std::string_view name) {
 }
 
 DType declared_dtype(const ValueInfo& in, std::string_view spec) {
-  if (!in.dtype) {
+  if (in.dtype) return *in.dtype;
+  if (in.onnx_type == 0) {
     detail::fail(ErrorCode::kInvalidArgument,
-                 "input '{}' has type {}, so '{}' cannot make a value for it; give a file", in.name,
-                 in.onnx_type != 0 ? onnx::onnx_type_name(in.onnx_type) : "undeclared", spec);
+                 "input '{}' declares no type, so '{}' cannot make a value for it; give a .npy or "
+                 ".pb file",
+                 in.name, spec);
   }
-  return *in.dtype;
+  detail::fail(ErrorCode::kInvalidArgument,
+               "input '{}' has type {}, which cumulus does not run, so '{}' cannot make a value "
+               "for it",
+               in.name, onnx::onnx_type_name(in.onnx_type), spec);
 }
 
 Shape parse_dims(std::string_view text, std::string_view spec) {
@@ -104,8 +111,15 @@ Shape parse_dims(std::string_view text, std::string_view spec) {
   return shape;
 }
 
-Tensor random_tensor(DType dtype, Shape shape, std::mt19937_64& rng) {
-  Tensor t(dtype, std::move(shape));
+Tensor random_tensor(const std::string& input, DType dtype, Shape shape, std::mt19937_64& rng) {
+  // The tensor's own errors (the memory limit, an allocation failure) do not know the input.
+  Tensor t = [&] {
+    try {
+      return Tensor(dtype, std::move(shape));
+    } catch (const Error& e) {
+      detail::fail(e.code(), "input '{}': {}", input, e.what());
+    }
+  }();
   visit_dtype(dtype, [&]<class T>(T) {
     T* p = t.data<T>();
     if constexpr (std::is_integral_v<T>) {
@@ -162,7 +176,7 @@ Feeds make_feeds(const Model& model, const std::vector<std::string>& specs, uint
     const ValueInfo& in = find_input(model, name);
     Tensor t;
     if (value.starts_with("random:")) {
-      t = random_tensor(declared_dtype(in, spec), parse_dims(value.substr(7), spec), rng);
+      t = random_tensor(name, declared_dtype(in, spec), parse_dims(value.substr(7), spec), rng);
     } else if (value.starts_with("const:")) {
       t = const_tensor(declared_dtype(in, spec), value.substr(6), spec);
     } else {
@@ -196,18 +210,24 @@ int run_command(const std::string& model_path, const std::vector<std::string>& i
   }
   // Serialise everything before writing anything, so a bad output stops the run early.
   std::vector<std::pair<fs::path, std::string>> files;
-  std::set<fs::path> taken;
+  std::map<fs::path, std::string> taken;  // file -> the output written there
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = model.outputs()[i].name;
     const bool pb = format == "pb" || outputs[i].dtype() == DType::kBFloat16;
     fs::path path = fs::path(output_dir) / (file_stem(name) + (pb ? ".pb" : ".npy"));
-    if (!taken.insert(path).second) {
+    if (const auto [it, fresh] = taken.emplace(path, name); !fresh) {
       detail::fail(ErrorCode::kInvalidArgument,
-                   "outputs '{}' and another output would both be written to '{}'", name,
-                   path.string());
+                   "outputs '{}' and '{}' would both be written to '{}' (file names keep only "
+                   "letters, digits, '.', '_' and '-')",
+                   it->second, name, path.string());
     }
-    files.emplace_back(std::move(path), pb ? onnx::serialize_tensor_proto(outputs[i], name)
-                                           : onnx::serialize_npy(outputs[i]));
+    try {
+      files.emplace_back(std::move(path), pb ? onnx::serialize_tensor_proto(outputs[i], name)
+                                             : onnx::serialize_npy(outputs[i]));
+    } catch (const std::bad_alloc&) {
+      detail::fail(ErrorCode::kLimit, "not enough memory to serialise output '{}' ({} bytes)", name,
+                   outputs[i].nbytes());
+    }
   }
   for (const auto& [path, bytes] : files) {
     if (fs::is_directory(path)) {
@@ -344,7 +364,8 @@ int test_command(const std::vector<std::string>& dirs) {
       std::sort(found.begin(), found.end());
       cases.insert(cases.end(), found.begin(), found.end());
     } else {
-      detail::fail(ErrorCode::kIo, "'{}' is not a folder", d);
+      detail::fail(ErrorCode::kIo, "'{}' {}", d,
+                   fs::exists(dir) ? "is not a folder" : "does not exist");
     }
   }
   int passed = 0, failed = 0;

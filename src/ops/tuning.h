@@ -33,7 +33,7 @@ struct Tuning {
   // The kernels the operators call; null means kernels(), the table chosen for this process.
   const KernelTable* table = nullptr;
 
-  const KernelTable& kernel_table() const noexcept { return table != nullptr ? *table : kernels(); }
+  const KernelTable& kernel_table() const { return table != nullptr ? *table : kernels(); }
 };
 
 // The values in force. An operator copies them once per call, so a call takes one set of paths.

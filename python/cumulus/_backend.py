@@ -60,7 +60,16 @@ class Backend(_Backend):
             helper.make_tensor_value_info(name, mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], a.shape)
             for name, a in zip(node.input, arrays)
         ]
-        graph_outputs = [helper.make_empty_tensor_value_info(name) for name in node.output]
+        if outputs_info is None:
+            # The operators cumulus runs give the first input's type, at the largest rank.
+            rank = max(a.ndim for a in arrays)
+            outputs_info = [(arrays[0].dtype, [f"{name}_{i}" for i in range(rank)])
+                            for name in node.output]
+        graph_outputs = [
+            helper.make_tensor_value_info(name, mapping.NP_TYPE_TO_TENSOR_TYPE[numpy.dtype(t)],
+                                          shape)
+            for name, (t, shape) in zip(node.output, outputs_info)
+        ]
         graph = helper.make_graph([node], "run_node", graph_inputs, graph_outputs)
         opset = kwargs.get("opset_version", onnx.defs.onnx_opset_version())
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])

@@ -28,6 +28,7 @@ from ._core import (
     set_num_threads,
     sum,
 )
+from . import onnx
 
 __all__ = [
     "Error",
@@ -43,6 +44,7 @@ __all__ = [
     "kernel_isa",
     "memory_limit",
     "num_threads",
+    "onnx",
     "set_memory_limit",
     "set_num_threads",
     "sum",

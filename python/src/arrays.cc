@@ -28,9 +28,10 @@ std::string supported_list() {
 
 [[noreturn]] void raise_unsupported_type(std::string_view op, std::string_view name,
                                          std::string_view type) {
-  raise_type_error(fmt::format("{}: input '{}' has type {}, which cumulus does not support "
-                               "(supported: {})",
-                               op, name, type, supported_list()));
+  raise_type_error(
+      fmt::format("{}: input '{}' has type {}, which cumulus does not support "
+                  "(supported: {})",
+                  op, name, type, supported_list()));
 }
 
 py::module_& numpy() {
@@ -74,8 +75,11 @@ Operand from_numpy(py::handle array, std::string_view op, std::string_view name)
   Operand o;
   o.dtype = *dtype;
   o.kind = Kind::kNumpy;
-  o.shape.assign(a->dimensions, a->dimensions + a->nd);
-  o.strides.assign(a->strides, a->strides + a->nd);
+  static_assert(sizeof(*a->dimensions) == sizeof(int64_t));
+  o.shape.assign(reinterpret_cast<const int64_t*>(a->dimensions),
+                 reinterpret_cast<const int64_t*>(a->dimensions) + a->nd);
+  o.strides.assign(reinterpret_cast<const int64_t*>(a->strides),
+                   reinterpret_cast<const int64_t*>(a->strides) + a->nd);
   o.data = reinterpret_cast<std::byte*>(a->data);
   o.swapped = d->elsize > 1 && d->byteorder == (kLittleEndian ? '>' : '<');
   const bool c_order = (a->flags & Api::NPY_ARRAY_C_CONTIGUOUS_) != 0;
@@ -83,8 +87,8 @@ Operand from_numpy(py::handle array, std::string_view op, std::string_view name)
   o.dense = c_order && aligned && !o.swapped;
   o.writeable = (a->flags & Api::NPY_ARRAY_WRITEABLE_) != 0;
   o.keep = py::reinterpret_borrow<py::object>(array);
-  o.numpy_dtype = o.swapped ? descr.attr("newbyteorder")("=")
-                            : py::reinterpret_borrow<py::object>(descr);
+  o.numpy_dtype =
+      o.swapped ? descr.attr("newbyteorder")("=") : py::reinterpret_borrow<py::object>(descr);
   return o;
 }
 
@@ -165,28 +169,30 @@ bool c_order(const Operand& o) {
   return true;
 }
 
+std::string type_name(py::handle object) {
+  return py::str(py::type::handle_of(object).attr("__name__")).cast<std::string>();
+}
+
 Operand from_dlpack(py::handle object, std::string_view op, std::string_view name) {
-  const std::string type = py::str(py::type::handle_of(object).attr("__name__")).cast<std::string>();
   py::object capsule;
   try {
     capsule = object.attr("__dlpack__")();
   } catch (py::error_already_set& e) {
-    raise_type_error_from(e, fmt::format("{}: input '{}' ({}) cannot be read through DLPack",
-                                         op, name, type));
+    raise_type_error_from(e, fmt::format("{}: input '{}' ({}) cannot be read through DLPack", op,
+                                         name, type_name(object)));
   }
-  auto* managed =
-      static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
   if (managed == nullptr) {
     PyErr_Clear();
     raise_type_error(fmt::format("{}: input '{}' ({}): __dlpack__ did not return a DLPack capsule",
-                                 op, name, type));
+                                 op, name, type_name(object)));
   }
   const DLTensor& t = managed->dl_tensor;
   if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost) {
-    raise_type_error(fmt::format("{}: input '{}' ({}) is on DLPack device type {} (id {}); "
-                                 "cumulus runs on the CPU",
-                                 op, name, type, static_cast<int>(t.device.device_type),
-                                 t.device.device_id));
+    raise_type_error(fmt::format(
+        "{}: input '{}' ({}) is on DLPack device type {} (id {}); "
+        "cumulus runs on the CPU",
+        op, name, type_name(object), static_cast<int>(t.device.device_type), t.device.device_id));
   }
   const std::optional<DType> dtype = dtype_of_dlpack(t.dtype);
   if (!dtype) raise_unsupported_type(op, name, dlpack_type_name(t.dtype));
@@ -202,7 +208,8 @@ Operand from_dlpack(py::handle object, std::string_view op, std::string_view nam
     stride *= o.shape[i];
   }
   o.data = static_cast<std::byte*>(t.data) + t.byte_offset;
-  const bool aligned = reinterpret_cast<std::uintptr_t>(o.data) % static_cast<std::size_t>(item) == 0;
+  const bool aligned =
+      reinterpret_cast<std::uintptr_t>(o.data) % static_cast<std::size_t>(item) == 0;
   o.dense = aligned && c_order(o);
   // Not consumed: the producer's capsule destructor releases the tensor when `keep` goes.
   o.keep = std::move(capsule);
@@ -227,9 +234,13 @@ py::capsule export_dlpack(Tensor&& tensor) {
     e.strides[i] = stride;  // some consumers (PyTorch 1.13) want strides spelled out
     stride *= e.shape[i];
   }
-  e.managed.dl_tensor = {e.tensor.raw(),  DLDevice{kDLCPU, 0},
-                         static_cast<int>(e.shape.size()), dlpack_type(e.tensor.dtype()),
-                         e.shape.data(),  e.strides.data(), 0};
+  e.managed.dl_tensor = {e.tensor.raw(),
+                         DLDevice{kDLCPU, 0},
+                         static_cast<int>(e.shape.size()),
+                         dlpack_type(e.tensor.dtype()),
+                         e.shape.data(),
+                         e.strides.data(),
+                         0};
   e.managed.manager_ctx = &e;
   e.managed.deleter = [](DLManagedTensor* m) { delete static_cast<Exported*>(m->manager_ctx); };
   PyObject* capsule = PyCapsule_New(&e.managed, "dltensor", [](PyObject* c) {
@@ -381,9 +392,8 @@ Operand input_operand(py::handle object, std::string_view op, std::string_view n
   try {
     array = numpy().attr("asarray")(object);
   } catch (py::error_already_set& e) {
-    const std::string type =
-        py::str(py::type::handle_of(object).attr("__name__")).cast<std::string>();
-    raise_type_error_from(e, fmt::format("{}: input '{}' ({}) is not an array", op, name, type));
+    raise_type_error_from(
+        e, fmt::format("{}: input '{}' ({}) is not an array", op, name, type_name(object)));
   }
   Operand o = from_numpy(array, op, name);
   o.object = std::move(array);
@@ -395,7 +405,7 @@ Operand output_operand(py::handle object, std::string_view op) {
     raise_type_error(fmt::format(
         "{}: out must be a NumPy array or an object with __dlpack__ (such as a torch tensor), "
         "not {}",
-        op, py::str(py::type::handle_of(object).attr("__name__")).cast<std::string>()));
+        op, type_name(object)));
   }
   return input_operand(object, op, "out");
 }
@@ -403,13 +413,15 @@ Operand output_operand(py::handle object, std::string_view op) {
 void check_out(const Operand& out, std::string_view op, DType dtype,
                std::span<const int64_t> shape) {
   if (out.dtype != dtype) {
-    raise_type_error(fmt::format("{}: out has type {} but the result has type {}; cumulus does "
-                                 "not cast",
-                                 op, dtype_name(out.dtype), dtype_name(dtype)));
+    raise_type_error(
+        fmt::format("{}: out has type {} but the result has type {}; cumulus does "
+                    "not cast",
+                    op, dtype_name(out.dtype), dtype_name(dtype)));
   }
-  if (!std::ranges::equal(out.shape, shape)) {
+  const std::span<const int64_t> out_shape = out.shape;
+  if (!std::ranges::equal(out_shape, shape)) {
     raise_value_error(fmt::format("{}: out has shape {} but the result has shape {}", op,
-                                  shape_string(out.shape), shape_string(shape)));
+                                  shape_string(out_shape), shape_string(shape)));
   }
   if (!out.writeable) raise_value_error(fmt::format("{}: out is read-only", op));
 }
@@ -429,8 +441,8 @@ bool overlaps(const Operand& a, const Operand& b) {
   return a_lo < b_hi && b_lo < a_hi;
 }
 
-Tensor dense_copy(const Operand& in, Shape shape) {
-  Tensor t(in.dtype, std::move(shape));
+Tensor dense_copy(const Operand& in, std::span<const int64_t> shape) {
+  Tensor t(in.dtype, Shape(shape.begin(), shape.end()));
   if (t.size() == 0) return t;
   const std::size_t item = dtype_size(in.dtype);
   copy_elements(in.shape, in.data, in.strides, static_cast<std::byte*>(t.raw()),
@@ -452,8 +464,9 @@ py::object wrap(Tensor&& result, Kind kind, const Operand* like) {
     case Kind::kTorch: {
       static PyObject* from_dlpack = nullptr;  // never freed
       if (from_dlpack == nullptr) {
-        from_dlpack =
-            py::object(py::module_::import("torch.utils.dlpack").attr("from_dlpack")).release().ptr();
+        from_dlpack = py::object(py::module_::import("torch.utils.dlpack").attr("from_dlpack"))
+                          .release()
+                          .ptr();
       }
       return py::handle(from_dlpack)(export_dlpack(std::move(result)));
     }

@@ -59,11 +59,11 @@ void add_errors(py::module_& m) {
                              with(PyExc_ValueError));
   classes.file = make_class(m, "FileError", "A file that cannot be read or written (an OSError).",
                             with(PyExc_OSError));
-  classes.limit = make_class(
-      m, "LimitError",
-      "A size beyond the memory limit (cumulus.set_memory_limit) or beyond what can be "
-      "represented (a MemoryError).",
-      with(PyExc_MemoryError));
+  classes.limit =
+      make_class(m, "LimitError",
+                 "A size beyond the memory limit (cumulus.set_memory_limit) or beyond what can be "
+                 "represented (a MemoryError).",
+                 with(PyExc_MemoryError));
   classes.type = make_class(
       m, "UnsupportedTypeError",
       "An element type or an object that cumulus does not take, or an out= of another element "

@@ -31,8 +31,8 @@ int64_t integer(py::handle value, std::string_view op, std::string_view what) {
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
   if (overflow != 0) {
-    raise_value_error(fmt::format("{}: {} {} is out of range", op, what,
-                                  py::str(index).cast<std::string>()));
+    raise_value_error(
+        fmt::format("{}: {} {} is out of range", op, what, py::str(index).cast<std::string>()));
   }
   return v;
 }
@@ -64,8 +64,8 @@ void run_scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOpti
   }
 }
 
-py::object scan(OpKind op, const py::object& x, const py::object& axis,
-                const py::object& exclusive, const py::object& reverse, const py::object& out) {
+py::object scan(OpKind op, const py::object& x, const py::object& axis, const py::object& exclusive,
+                const py::object& reverse, const py::object& out) {
   const std::string_view name = op_name(op);
   const Operand in = input_operand(x, name, "x");
   const ScanOptions options{attribute(exclusive, name, "exclusive"),
@@ -73,15 +73,16 @@ py::object scan(OpKind op, const py::object& x, const py::object& axis,
   // axis=None scans the flattened array, as numpy.cumsum does.
   const bool flat = axis.is_none();
   const int64_t a = flat ? 0 : integer(axis, name, "axis");
-  const Shape shape = flat ? Shape{in.count()} : in.shape;
+  const int64_t count = in.count();
+  const std::span<const int64_t> shape = flat ? std::span(&count, 1) : in.shape;
   std::optional<Operand> target;
   if (!out.is_none()) {
     target = output_operand(out, name);
     check_out(*target, name, in.dtype, shape);
   }
   // Straight into out when writing it cannot change input not yet read.
-  const bool direct = target && target->dense &&
-                      (!in.dense || target->data == in.data || !overlaps(in, *target));
+  const bool direct =
+      target && target->dense && (!in.dense || target->data == in.data || !overlaps(in, *target));
   Tensor result;
   {
     py::gil_scoped_release release;
@@ -95,7 +96,7 @@ py::object scan(OpKind op, const py::object& x, const py::object& axis,
       run_scan(op, xv, a, {in.dtype, shape, target->data}, options);
     } else {
       // A copy of the input is scanned in place.
-      Tensor y = in.dense ? Tensor(in.dtype, shape) : std::move(copy);
+      Tensor y = in.dense ? Tensor(in.dtype, Shape(shape.begin(), shape.end())) : std::move(copy);
       run_scan(op, xv, a, y.view(), options);
       if (target) {
         scatter(y.view(), *target);
@@ -108,11 +109,24 @@ py::object scan(OpKind op, const py::object& x, const py::object& axis,
   return wrap(std::move(result), in.kind, &in);
 }
 
+// ONNX's names of Sum's inputs; the first ones made once, as every call needs them.
+std::string_view input_name(std::size_t k) {
+  static const auto* names = [] {
+    auto* made = new std::vector<std::string>;  // never freed
+    for (int i = 0; i < 16; ++i) made->push_back(fmt::format("data_{}", i));
+    return made;
+  }();
+  if (k < names->size()) return (*names)[k];
+  thread_local std::string other;
+  other = fmt::format("data_{}", k);
+  return other;
+}
+
 py::object sum_arrays(const py::args& arrays, const py::object& out) {
   std::vector<Operand> ins;
   ins.reserve(arrays.size());
   for (std::size_t k = 0; k < arrays.size(); ++k) {
-    ins.push_back(input_operand(arrays[k], "Sum", fmt::format("data_{}", k)));
+    ins.push_back(input_operand(arrays[k], "Sum", input_name(k)));
   }
   std::vector<ConstTensorView> views;
   views.reserve(ins.size());
@@ -134,14 +148,15 @@ py::object sum_arrays(const py::args& arrays, const py::object& out) {
   const bool direct =
       target && target->dense && std::ranges::all_of(ins, [&](const Operand& in) {
         return !in.dense || !overlaps(in, *target) ||
-               (in.data == target->data && std::ranges::equal(in.shape, shape));
+               (in.data == target->data && std::ranges::equal(in.view().shape, shape));
       });
   Tensor result;
   {
     py::gil_scoped_release release;
-    std::vector<Tensor> copies(ins.size());
+    std::vector<Tensor> copies;
     for (std::size_t k = 0; k < ins.size(); ++k) {
       if (ins[k].dense) continue;
+      copies.resize(ins.size());
       copies[k] = dense_copy(ins[k], ins[k].shape);
       views[k].data = copies[k].raw();
     }
@@ -184,7 +199,8 @@ Raises cumulus.InvalidArgumentError (a ValueError) for an axis, shape or attribu
 accepted, cumulus.UnsupportedTypeError (a TypeError) for an element type or object cumulus does
 not take, cumulus.LimitError (a MemoryError) past the memory limit.)";
 
-const std::string kCumSumDoc = std::string(R"(cumsum(x, axis=None, *, exclusive=False, reverse=False, out=None)
+const std::string kCumSumDoc =
+    std::string(R"(cumsum(x, axis=None, *, exclusive=False, reverse=False, out=None)
 --
 
 Cumulative sum along an axis: the ONNX CumSum operator.
@@ -192,9 +208,11 @@ Cumulative sum along an axis: the ONNX CumSum operator.
 y[..., j, ...] = x[..., 0, ...] + ... + x[..., j, ...]. Integers wrap around on overflow;
 float16, bfloat16 and float32 are added in double and rounded once per element; float64 adds
 in double in a fixed order. Results do not depend on the number of threads.
-)") + kScanArgs;
+)") +
+    kScanArgs;
 
-const std::string kCumProdDoc = std::string(R"(cumprod(x, axis=None, *, exclusive=False, reverse=False, out=None)
+const std::string kCumProdDoc =
+    std::string(R"(cumprod(x, axis=None, *, exclusive=False, reverse=False, out=None)
 --
 
 Cumulative product along an axis: the ONNX CumProd operator.
@@ -202,7 +220,8 @@ Cumulative product along an axis: the ONNX CumProd operator.
 y[..., j, ...] = x[..., 0, ...] * ... * x[..., j, ...]. Integers wrap around on overflow;
 float16, bfloat16 and float32 are multiplied in double and rounded once per element.
 Results do not depend on the number of threads.
-)") + kScanArgs;
+)") +
+    kScanArgs;
 
 constexpr const char* kSumDoc = R"(sum(*arrays, out=None)
 --
@@ -283,8 +302,7 @@ PYBIND11_MODULE(_core, m) {
       [](const py::object& bytes) {
         const int64_t v = integer(bytes, "set_memory_limit", "bytes");
         if (v < 0) {
-          raise_value_error(
-              fmt::format("set_memory_limit: bytes must be 0 or more, not {}", v));
+          raise_value_error(fmt::format("set_memory_limit: bytes must be 0 or more, not {}", v));
         }
         cumulus::set_memory_limit(static_cast<std::size_t>(v));
       },

@@ -5,18 +5,18 @@ import threading
 
 import numpy as np
 import pytest
-import torch
 
 import cumulus
 
 
-@pytest.mark.parametrize("call", ["cumsum", "cumprod", "sum", "torch", "run"])
+# NumPy inputs only: torch's DLPack export gives up the GIL itself, which would let the worker
+# count without cumulus's help (torch inputs take the same path through cumulus).
+@pytest.mark.parametrize("call", ["cumsum", "cumprod", "sum", "run"])
 def test_other_threads_run_while_a_kernel_runs(call):
     """With a switch interval of 1000 s the GIL changes hands only where a thread gives it up.
     The worker can count only if a cumulus call gives it up: were the GIL kept, the count seen
     right after the calls would be 0, whatever the timing."""
     x = np.ones(1 << 22, np.float32)
-    t = torch.ones(1 << 22, dtype=torch.bfloat16)
     import cumulus.onnx
     from test_onnx import scan_model
     model = cumulus.onnx.load(scan_model())
@@ -24,7 +24,6 @@ def test_other_threads_run_while_a_kernel_runs(call):
         "cumsum": lambda: cumulus.cumsum(x),
         "cumprod": lambda: cumulus.cumprod(x, 0, reverse=True),
         "sum": lambda: cumulus.sum(x, x, x),
-        "torch": lambda: cumulus.cumsum(t),
         "run": lambda: model.run({"x": x, "axis": np.array(0)}),
     }
     f = calls[call]

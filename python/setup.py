@@ -1,8 +1,8 @@
 """Builds cumulus._core with the project's CMake (the folder above this one).
 
-CUMULUS_BUILD_DIR: an already configured CMake build folder of the project to build the
-extension in (scripts/examples.sh passes its own, so nothing is compiled twice); by default a
-fresh one under build/ here, configured with the tests and benchmarks off.
+CUMULUS_BUILD_DIR: the absolute path of an already configured CMake build folder of the project
+to build the extension in (scripts/examples.sh passes its own, so nothing is compiled twice); by
+default a fresh one under build/ here, configured with the tests and benchmarks off.
 """
 
 import os
@@ -33,7 +33,9 @@ class CMakeBuild(build_ext):
             raise RuntimeError(f"{PROJECT} is not a cumulus checkout: build from the repository")
         build_dir = os.environ.get("CUMULUS_BUILD_DIR")
         if build_dir:
-            build_dir = Path(build_dir).resolve()
+            build_dir = Path(build_dir)
+            if not build_dir.is_absolute():  # pip runs this from python/, not from the caller's folder
+                raise RuntimeError(f"CUMULUS_BUILD_DIR must be an absolute path, not {build_dir}")
         else:
             build_dir = Path(self.build_temp).resolve() / "cmake"
             generator = ["-G", "Ninja"] if shutil.which("ninja") else []

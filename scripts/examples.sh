@@ -8,7 +8,7 @@ bash scripts/setup.sh
 BUILD_DIR=build bash scripts/build.sh
 bash examples/run.sh build/cumulus
 
-CUMULUS_BUILD_DIR=build /usr/bin/python3 -m pip install --no-build-isolation --no-deps --no-index \
+CUMULUS_BUILD_DIR="$(pwd)/build" /usr/bin/python3 -m pip install --no-build-isolation --no-deps --no-index \
   --break-system-packages --root-user-action=ignore ./python
 python_example=$(pwd)/examples/python_example.py
 (cd / && /usr/bin/python3 "$python_example")

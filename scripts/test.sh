@@ -14,7 +14,7 @@ ctest --test-dir build --output-on-failure -j 2
 repo=$(pwd)
 venv=$(mktemp -d "${TMPDIR:-/tmp}/cumulus-venv.XXXXXX")
 /usr/bin/python3 -m venv --system-site-packages "$venv"
-CUMULUS_BUILD_DIR=build "$venv/bin/pip" install --no-build-isolation --no-deps --no-index ./python
+CUMULUS_BUILD_DIR="$repo/build" "$venv/bin/pip" install --no-build-isolation --no-deps --no-index ./python
 # pytest exits 5 when it collects no test: set -e fails the run then too.
 (cd / && "$venv/bin/python" -m pytest -q -p no:cacheprovider "$repo/python/tests")
 rm -rf "$venv"

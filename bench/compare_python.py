@@ -6,8 +6,8 @@
 cumulus.cumsum / cumprod / sum against numpy.cumsum / numpy.cumprod / chained numpy.add and
 torch.cumsum / torch.cumprod / chained torch.add, on large arrays (beyond the caches) and small
 ones (where the per-call overhead decides). Every callable gets the same input arrays; small
-workloads are timed in batches of calls, large ones call by call; the table shows the median
-time per call. The last lines give the per-call overhead on a 1000-element float32 array:
+workloads are timed in batches of calls, large ones call by call, the runtimes taking turns in
+each round; the table shows the median time per call. The last lines give the per-call overhead on a 1000-element float32 array:
 cumulus's time over NumPy's (the target is at most 1), and both on a 1-element array, where
 almost all of the time is overhead.
 
@@ -28,20 +28,24 @@ import torch
 import cumulus
 
 
-def per_call(f, small: bool, quick: bool) -> float:
-    """Median seconds per call of f()."""
+def per_call(calls: dict, small: bool, quick: bool) -> dict:
+    """Median seconds per call of each callable (None stays None). The callables take turns
+    in every round, so a change in the machine's load falls on all of them alike."""
     if small:
-        batch, rounds = (200, 5) if quick else (2000, 15)
+        batch, rounds = (200, 5) if quick else (2000, 21)
     else:
         batch, rounds = 1, (3 if quick else 7)
-    f()  # warm-up: first-touch of results, lazy imports
-    times = []
+    live = {name: f for name, f in calls.items() if f is not None}
+    for f in live.values():
+        f()  # warm-up: first-touch of results, lazy imports
+    times = {name: [] for name in live}
     for _ in range(rounds):
-        start = time.perf_counter_ns()
-        for _ in range(batch):
-            f()
-        times.append((time.perf_counter_ns() - start) / batch / 1e9)
-    return statistics.median(times)
+        for name, f in live.items():
+            start = time.perf_counter_ns()
+            for _ in range(batch):
+                f()
+            times[name].append((time.perf_counter_ns() - start) / batch / 1e9)
+    return {name: statistics.median(times[name]) if name in live else None for name in calls}
 
 
 def workloads(quick: bool):
@@ -129,13 +133,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller arrays, fewer rounds")
     parser.add_argument("--out", help="also write the table to this file")
     args = parser.parse_args()
+    torch.set_num_threads(cumulus.num_threads())  # the same threads for both
 
     runtimes = ["cumulus", "cumulus (torch in)", "NumPy", "PyTorch"]
     rows = []
     results = {}
     for label, small, calls in workloads(args.quick):
-        times = {name: (per_call(f, small, args.quick) if f is not None else None)
-                 for name, f in calls.items()}
+        times = per_call(calls, small, args.quick)
         results[label] = times
         best_cumulus = min(t for t in (times["cumulus"], times["cumulus (torch in)"]) if t)
         ratios = []

@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "kernels/kernels.h"
+#include "kernels/tiles.h"
 
 namespace cumulus::detail {
 
@@ -21,8 +22,8 @@ struct Tuning {
   std::size_t long_row = std::size_t{1} << 16;
   std::size_t piece = std::size_t{1} << 15;
   std::size_t pieces_per_round = 16;
-  // Columns per task of a scan along an outer axis.
-  std::size_t column_tile = 1024;
+  // Columns per task of a scan along an outer axis: by default one kernel tile.
+  std::size_t column_tile = kScanColumnTile;
   // Elements per task of a Sum along its innermost dimension.
   std::size_t sum_row_tile = std::size_t{1} << 15;
   // The elements a chunk of work should hold to be worth a thread hand-off.

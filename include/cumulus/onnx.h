@@ -23,6 +23,18 @@ std::optional<DType> dtype_from_onnx(int32_t onnx_type) noexcept;
 int32_t onnx_from_dtype(DType dtype) noexcept;
 std::string onnx_type_name(int32_t onnx_type);
 
+// ---- Operator versions -------------------------------------------------------------------------
+
+// The version of `op` in force under an opset import of the default domain ("CumSum" at opset 13
+// is CumSum-11). Throws when the operator does not exist at that opset or the opset is newer than
+// the newest cumulus knows (kMaxOpset).
+inline constexpr int64_t kMaxOpset = 26;
+int op_version(OpKind op, int64_t opset);
+// The element types `op` accepts at `version` (a value op_version returns).
+std::span<const DType> allowed_dtypes(OpKind op, int version);
+// Throws "CumSum-11: type float16 is not supported (allowed: ...)" for a type outside the list.
+void check_dtype(OpKind op, int version, DType dtype);
+
 // ---- Tensor files -------------------------------------------------------------------------------
 // Every size in a file is checked against the bytes really present before anything is allocated.
 

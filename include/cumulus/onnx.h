@@ -46,6 +46,10 @@ std::string serialize_tensor_proto(ConstTensorView tensor, std::string_view name
 Tensor parse_npy(std::span<const std::byte> bytes);
 std::string serialize_npy(ConstTensorView tensor);
 
+// A shape as NumPy writes it (in .npy headers, and as the operator pages print it): "()", "(5,)",
+// "(2, 3)".
+std::string shape_tuple(std::span<const int64_t> shape);
+
 // Reads `.npy` or `.pb` by extension.
 Tensor read_tensor_file(const std::filesystem::path& path, std::string* name = nullptr);
 std::string read_file(const std::filesystem::path& path);
@@ -75,6 +79,8 @@ class Model {
   int64_t opset() const noexcept;                          // of the default domain
   const std::vector<ValueInfo>& inputs() const noexcept;   // graph inputs, in order
   const std::vector<ValueInfo>& outputs() const noexcept;  // graph outputs, in order
+  // The graph input called `name`; throws, listing the inputs, when there is none.
+  const ValueInfo& input(std::string_view name) const;
 
   // Feeds are checked against the declared types and static dimensions; unknown names and
   // missing inputs are errors. Returns the graph outputs in order.

@@ -40,6 +40,8 @@ Tensor cumprod(ConstTensorView x, int64_t axis, ScanOptions options = {});
 // The axis input of CumSum/CumProd as ONNX passes it: a 0-D int32 or int64 tensor (a one-element
 // 1-D tensor is accepted too, as older exporters write one).
 int64_t scan_axis(OpKind op, ConstTensorView axis);
+// The element types scan_axis takes; the ONNX front end checks a model's declared types by it.
+constexpr bool is_axis_dtype(DType t) noexcept { return t == DType::kInt32 || t == DType::kInt64; }
 
 struct SumOptions {
   // Multidirectional (NumPy-style) broadcasting, as Sum-8 and later do; Sum-1 and Sum-6 need equal

@@ -173,12 +173,6 @@ constexpr std::size_t kNpyAlign = 64;
 // a file can be appended to in place. Writing the same spaces keeps our files identical to numpy's.
 constexpr std::size_t kNpyGrowthAxisMaxDigits = 21;
 
-// A shape as Python writes a tuple: "()", "(5,)", "(2, 3)".
-std::string py_tuple(std::span<const int64_t> shape) {
-  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
-  return fmt::format("({})", fmt::join(shape, ", "));
-}
-
 struct NpyHeader {
   std::string descr;
   bool fortran_order = false;
@@ -414,7 +408,7 @@ Tensor parse_npy_from(std::span<const std::byte> bytes, std::string_view what) {
          "np.ascontiguousarray(a)",
          what);
   }
-  const std::string shape_text = fmt::format("header shape {}", py_tuple(header.shape));
+  const std::string shape_text = fmt::format("header shape {}", shape_tuple(header.shape));
   const int64_t count = checked_count(header.shape, what, shape_text);
   const std::size_t nbytes = checked_bytes(count, dtype, what, shape_text);
   const std::size_t data_begin = header_begin + header_length;
@@ -658,13 +652,13 @@ Tensor parse_npy(std::span<const std::byte> bytes) { return parse_npy_from(bytes
 
 std::string serialize_npy(ConstTensorView tensor) {
   const std::string descr = npy_descr(tensor.dtype);
-  const std::string shape_text = fmt::format("shape {}", py_tuple(tensor.shape));
+  const std::string shape_text = fmt::format("shape {}", shape_tuple(tensor.shape));
   const std::size_t nbytes =
       checked_bytes(element_count(tensor.shape), tensor.dtype, "npy", shape_text);
 
   // Exactly what numpy.save writes: keys sorted, repr() values, then the padding below.
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr,
-                                 py_tuple(tensor.shape));
+                                 shape_tuple(tensor.shape));
   if (!tensor.shape.empty()) {
     dict.append(kNpyGrowthAxisMaxDigits - fmt::formatted_size("{}", tensor.shape[0]), ' ');
   }
@@ -698,6 +692,11 @@ std::string serialize_npy(ConstTensorView tensor) {
   bytes.resize(bytes.size() + nbytes);
   copy_bytes(bytes.data() + prefix + header_length, tensor.data, nbytes);
   return bytes;
+}
+
+std::string shape_tuple(std::span<const int64_t> shape) {
+  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
+  return fmt::format("({})", fmt::join(shape, ", "));
 }
 
 Tensor read_tensor_file(const fs::path& path, std::string* name) {

@@ -175,7 +175,7 @@ Tensor cumprod(ConstTensorView x, int64_t axis, ScanOptions options) {
 
 int64_t scan_axis(OpKind op, ConstTensorView axis) {
   const std::string_view name = op_name(op);
-  if (axis.dtype != DType::kInt32 && axis.dtype != DType::kInt64) {
+  if (!is_axis_dtype(axis.dtype)) {
     detail::fail(ErrorCode::kInvalidArgument, "{}: input 'axis' must be int32 or int64, not {}",
                  name, dtype_name(axis.dtype));
   }

@@ -71,16 +71,6 @@ struct Feeds {
   }
 };
 
-const ValueInfo& find_input(const Model& model, std::string_view name) {
-  for (const auto& in : model.inputs()) {
-    if (in.name == name) return in;
-  }
-  std::vector<std::string_view> known;
-  for (const auto& in : model.inputs()) known.push_back(in.name);
-  fail(ErrorCode::kInvalidArgument, "unknown input '{}'; the model's inputs are: {}", name,
-       fmt::join(known, ", "));
-}
-
 DType declared_dtype(const ValueInfo& in, std::string_view spec) {
   if (in.dtype) return *in.dtype;
   if (in.onnx_type == 0) {
@@ -178,7 +168,7 @@ Feeds make_feeds(const Model& model, const std::vector<std::string>& specs, uint
     const std::string_view value = std::string_view(spec).substr(eq + 1);
     if (!seen.insert(name).second)
       throw UsageError(fmt::format("--input '{}' is given twice", name));
-    const ValueInfo& in = find_input(model, name);
+    const ValueInfo& in = model.input(name);
     Tensor t;
     if (value.starts_with("random:")) {
       t = random_tensor(name, declared_dtype(in, spec), parse_dims(value.substr(7), spec), rng);
@@ -247,7 +237,7 @@ int run_command(const std::string& model_path, const std::vector<std::string>& i
   for (std::size_t i = 0; i < files.size(); ++i) {
     onnx::write_file_atomic(files[i].first, files[i].second);
     std::cout << fmt::format("wrote {} ({}, shape {})\n", files[i].first.string(),
-                             dtype_name(outputs[i].dtype()), format_shape(outputs[i].shape()));
+                             dtype_name(outputs[i].dtype()), onnx::shape_tuple(outputs[i].shape()));
   }
   return 0;
 }

@@ -11,4 +11,7 @@ apt-get install -y --no-install-recommends \
   g++ clang libclang-rt-14-dev cmake ninja-build \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata \
-  libcli11-dev libfmt-dev
+  libcli11-dev libfmt-dev \
+  python3 python3-dev python3-venv python3-pip python3-setuptools python3-wheel \
+  python3-pybind11 pybind11-dev libdlpack-dev python3-numpy python3-torch python3-onnx \
+  python3-pytest python3-hypothesis

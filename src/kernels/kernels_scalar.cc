@@ -1,5 +1,6 @@
 // The kernels for the scalar instruction set; CMakeLists.txt gives this file its flags.
-#define CUMULUS_KERNEL_ISA 0
+#include "kernels/isa.h"
+#define CUMULUS_KERNEL_ISA CUMULUS_ISA_SCALAR
 #define CUMULUS_KERNEL_TABLE scalar_kernels
 #define CUMULUS_KERNEL_NAME "scalar"
 #include "kernels/table.inc"

@@ -1,6 +1,7 @@
 // Sum: broadcasting as stride 0, adjacent dimensions coalesced, then one pass of the row kernel
 // over every operand.
 #include <algorithm>
+#include <charconv>
 #include <vector>
 
 #include "core/fail.h"
@@ -12,7 +13,18 @@
 namespace cumulus {
 namespace {
 
-std::string input_name(std::size_t k) { return fmt::format("data_{}", k); }
+// "data_<k>", formatted without allocating: the checks name every input on every call.
+struct InputName {
+  char text[24];
+  std::size_t size;
+  std::string_view view() const { return {text, size}; }
+};
+InputName input_name(std::size_t k) {
+  InputName name{{'d', 'a', 't', 'a', '_'}, 0};
+  name.size = static_cast<std::size_t>(
+      std::to_chars(name.text + 5, name.text + sizeof name.text, k).ptr - name.text);
+  return name;
+}
 
 // The loop nest after broadcasting and coalescing: dims[d], and the element stride of input k
 // along dimension d at strides[d * inputs + k] (0 where the input is broadcast).
@@ -84,7 +96,7 @@ Shape sum_shape(std::span<const ConstTensorView> inputs, SumOptions options) {
       detail::fail(ErrorCode::kInvalidArgument,
                    "Sum: input '{}' has type {} but input 'data_0' has type {}; all inputs must "
                    "have one type",
-                   input_name(k), dtype_name(inputs[k].dtype), dtype_name(dtype));
+                   input_name(k).view(), dtype_name(inputs[k].dtype), dtype_name(dtype));
     }
     element_count(inputs[k].shape);
   }
@@ -106,7 +118,7 @@ Shape sum_shape(std::span<const ConstTensorView> inputs, SumOptions options) {
         detail::fail(ErrorCode::kInvalidArgument,
                      "Sum: input '{}' has shape {} but input 'data_0' has shape {}; Sum-1 and "
                      "Sum-6 do not broadcast (Sum-8 and later do)",
-                     input_name(k), shape_string(shape), shape_string(out));
+                     input_name(k).view(), shape_string(shape), shape_string(out));
       }
       continue;
     }
@@ -119,7 +131,7 @@ Shape sum_shape(std::span<const ConstTensorView> inputs, SumOptions options) {
         detail::fail(ErrorCode::kInvalidArgument,
                      "Sum: input '{}' of shape {} cannot be broadcast with shape {} of the inputs "
                      "before it (dimension {} from the end: {} vs {})",
-                     input_name(k), shape_string(shape), shape_string(out), i + 1, d, o);
+                     input_name(k).view(), shape_string(shape), shape_string(out), i + 1, d, o);
       }
       o = d;
     }
@@ -144,16 +156,16 @@ void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions optio
   const std::size_t out_bytes = detail::byte_size(y, count);
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     const int64_t n = element_count(inputs[k].shape);
-    detail::check_data("Sum", input_name(k), inputs[k].data, n);
+    detail::check_data("Sum", input_name(k).view(), inputs[k].data, n);
     const std::size_t in_bytes = detail::byte_size(inputs[k], n);
     // In place only over an input that is not broadcast, element for element.
     if (y.data == inputs[k].data && n > 0 && !std::ranges::equal(inputs[k].shape, out)) {
       detail::fail(ErrorCode::kInvalidArgument,
                    "Sum: output 'sum' shares its buffer with input '{}', which is broadcast",
-                   input_name(k));
+                   input_name(k).view());
     }
-    detail::check_no_partial_overlap("Sum", "sum", y.data, out_bytes, input_name(k), inputs[k].data,
-                                     in_bytes);
+    detail::check_no_partial_overlap("Sum", "sum", y.data, out_bytes, input_name(k).view(),
+                                     inputs[k].data, in_bytes);
   }
   if (count == 0) return;
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "kernels/kernels.h"
+#include "kernels/tiles.h"
 
 namespace cumulus::detail {
 
@@ -21,8 +22,8 @@ struct Tuning {
   std::size_t long_row = std::size_t{1} << 16;
   std::size_t piece = std::size_t{1} << 15;
   std::size_t pieces_per_round = 16;
-  // Columns per task of a scan along an outer axis.
-  std::size_t column_tile = 1024;
+  // Columns per task of a scan along an outer axis: by default one kernel tile.
+  std::size_t column_tile = kScanColumnTile;
   // Elements per task of a Sum along its innermost dimension.
   std::size_t sum_row_tile = std::size_t{1} << 15;
   // The elements a chunk of work should hold to be worth a thread hand-off.
@@ -33,7 +34,7 @@ struct Tuning {
   // The kernels the operators call; null means kernels(), the table chosen for this process.
   const KernelTable* table = nullptr;
 
-  const KernelTable& kernel_table() const noexcept { return table != nullptr ? *table : kernels(); }
+  const KernelTable& kernel_table() const { return table != nullptr ? *table : kernels(); }
 };
 
 // The values in force. An operator copies them once per call, so a call takes one set of paths.

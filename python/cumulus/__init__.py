@@ -1,0 +1,51 @@
+"""cumulus: the ONNX accumulation operators (CumSum, CumProd, Sum) on NumPy arrays, PyTorch
+tensors and any DLPack tensor, without copies, with the GIL released while the kernels run.
+
+    >>> import numpy, cumulus
+    >>> cumulus.cumsum(numpy.arange(5))
+    array([ 0,  1,  3,  6, 10])
+
+Functions: cumsum, cumprod, sum; set_num_threads, num_threads, kernel_isa, set_memory_limit,
+memory_limit. Errors are cumulus.Error, each also a ValueError, TypeError, MemoryError or
+OSError. ONNX models: cumulus.onnx.
+"""
+
+from ._core import (
+    Error,
+    FileError,
+    InvalidArgumentError,
+    LimitError,
+    ParseError,
+    UnsupportedError,
+    UnsupportedTypeError,
+    __version__,
+    cumprod,
+    cumsum,
+    kernel_isa,
+    memory_limit,
+    num_threads,
+    set_memory_limit,
+    set_num_threads,
+    sum,
+)
+from . import onnx
+
+__all__ = [
+    "Error",
+    "FileError",
+    "InvalidArgumentError",
+    "LimitError",
+    "ParseError",
+    "UnsupportedError",
+    "UnsupportedTypeError",
+    "__version__",
+    "cumprod",
+    "cumsum",
+    "kernel_isa",
+    "memory_limit",
+    "num_threads",
+    "onnx",
+    "set_memory_limit",
+    "set_num_threads",
+    "sum",
+]

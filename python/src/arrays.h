@@ -1,0 +1,96 @@
+// Python arrays to tensor views and back: NumPy arrays (any layout and byte order), objects
+// with __dlpack__ (PyTorch tensors among them) and array-likes, and results of the input's kind.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "cumulus/tensor.h"
+
+namespace cumulus::python {
+
+namespace py = pybind11;
+
+// What the caller passed, which decides what kind of array a result is.
+enum class Kind : uint8_t { kNumpy, kTorch, kDLPack };
+
+// Dimensions or strides: inline up to a rank of 8, so most calls allocate none.
+class Dims {
+ public:
+  void assign(const int64_t* first, const int64_t* last) {
+    resize(static_cast<std::size_t>(last - first));
+    std::copy(first, last, data());
+  }
+  void resize(std::size_t n) {
+    size_ = n;
+    if (n > kInline) heap_.resize(n);
+  }
+  int64_t* data() { return size_ > kInline ? heap_.data() : inline_.data(); }
+  const int64_t* data() const { return size_ > kInline ? heap_.data() : inline_.data(); }
+  std::size_t size() const { return size_; }
+  const int64_t* begin() const { return data(); }
+  const int64_t* end() const { return data() + size_; }
+  int64_t& operator[](std::size_t i) { return data()[i]; }
+  int64_t operator[](std::size_t i) const { return data()[i]; }
+  operator std::span<const int64_t>() const { return {data(), size_}; }  // NOLINT
+
+ private:
+  static constexpr std::size_t kInline = 8;
+  std::array<int64_t, kInline> inline_{};
+  std::vector<int64_t> heap_;
+  std::size_t size_ = 0;
+};
+
+// A strided array in memory that Python owns.
+struct Operand {
+  DType dtype = DType::kFloat32;
+  Kind kind = Kind::kNumpy;
+  Dims shape;
+  Dims strides;               // in bytes; may be negative or zero
+  std::byte* data = nullptr;  // the first element
+  bool swapped = false;       // non-native byte order
+  bool dense = false;         // C order, aligned and native: the kernels can read it as it is
+  bool writeable = true;
+  py::object keep;         // the array or DLPack capsule that holds the memory
+  py::object numpy_dtype;  // NumPy operands: the dtype of a result (native byte order)
+  py::object object;       // what the caller passed
+
+  int64_t count() const;
+  std::size_t nbytes() const { return static_cast<std::size_t>(count()) * dtype_size(dtype); }
+  ConstTensorView view() const { return {dtype, shape, data}; }
+  TensorView mutable_view() { return {dtype, shape, data}; }
+};
+
+// `op` and `name` go into messages ("CumSum: input 'x' ..."). Array-likes go through
+// numpy.asarray.
+Operand input_operand(py::handle object, std::string_view op, std::string_view name);
+// An out= argument: a NumPy array, or an object with __dlpack__; never converted.
+Operand output_operand(py::handle object, std::string_view op);
+// Raises unless `out` has `dtype` and `shape` (exactly: no casts, no broadcasting).
+void check_out(const Operand& out, std::string_view op, DType dtype,
+               std::span<const int64_t> shape);
+
+// Whether the memory of two operands may share bytes (from their extents).
+bool overlaps(const Operand& a, const Operand& b);
+
+// The operand's elements in C order and native byte order, as a tensor of `shape` (of the same
+// element count). Call without the GIL.
+Tensor dense_copy(const Operand& in, std::span<const int64_t> shape);
+// Writes C-ordered elements into the (strided) operand. Call without the GIL.
+void scatter(ConstTensorView from, const Operand& to);
+
+// A result array of `kind`, owning the tensor's buffer (no copy). `like` gives the NumPy dtype
+// of a NumPy result when it has one.
+py::object wrap(Tensor&& result, Kind kind, const Operand* like);
+
+// Registers the helper class that hands results to DLPack consumers.
+void add_array_types(py::module_& m);
+
+}  // namespace cumulus::python

@@ -1,0 +1,318 @@
+// cumulus._core: the operators and settings of cumulus for Python arrays.
+#include <fmt/format.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "arrays.h"
+#include "cumulus/ops.h"
+#include "errors.h"
+#include "onnx_model.h"
+
+namespace cumulus::python {
+namespace {
+
+std::string type_name(py::handle object) {
+  return py::str(py::type::handle_of(object).attr("__name__")).cast<std::string>();
+}
+
+// An integer argument, taken as Python takes indices (int, numpy integers, anything with
+// __index__); `what` names it in messages.
+int64_t integer(py::handle value, std::string_view op, std::string_view what) {
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (!index) {
+    PyErr_Clear();
+    raise_type_error(fmt::format("{}: {} must be an integer, not {}", op, what, type_name(value)));
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow != 0) {
+    raise_value_error(
+        fmt::format("{}: {} {} is out of range", op, what, py::str(index).cast<std::string>()));
+  }
+  return v;
+}
+
+// The exclusive and reverse attributes: False/True, 0/1 or a NumPy bool.
+bool attribute(py::handle value, std::string_view op, std::string_view name) {
+  if (PyBool_Check(value.ptr())) return value.ptr() == Py_True;
+  static PyObject* numpy_bool =
+      py::object(py::module_::import("numpy").attr("bool_")).release().ptr();
+  if (PyObject_TypeCheck(value.ptr(), reinterpret_cast<PyTypeObject*>(numpy_bool))) {
+    return PyObject_IsTrue(value.ptr()) == 1;
+  }
+  if (PyIndex_Check(value.ptr())) {
+    const int64_t v = integer(value, op, fmt::format("attribute '{}'", name));
+    if (v != 0 && v != 1) {
+      raise_value_error(fmt::format("{}: attribute '{}' must be 0 or 1, not {}", op, name, v));
+    }
+    return v == 1;
+  }
+  raise_type_error(fmt::format("{}: attribute '{}' must be a bool (or 0 or 1), not {}", op, name,
+                               type_name(value)));
+}
+
+void run_scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions options) {
+  if (op == OpKind::kCumSum) {
+    cumsum(x, axis, y, options);
+  } else {
+    cumprod(x, axis, y, options);
+  }
+}
+
+py::object scan(OpKind op, const py::object& x, const py::object& axis, const py::object& exclusive,
+                const py::object& reverse, const py::object& out) {
+  const std::string_view name = op_name(op);
+  const Operand in = input_operand(x, name, "x");
+  const ScanOptions options{attribute(exclusive, name, "exclusive"),
+                            attribute(reverse, name, "reverse")};
+  // axis=None scans the flattened array, as numpy.cumsum does.
+  const bool flat = axis.is_none();
+  const int64_t a = flat ? 0 : integer(axis, name, "axis");
+  const int64_t count = in.count();
+  const std::span<const int64_t> shape = flat ? std::span(&count, 1) : in.shape;
+  std::optional<Operand> target;
+  if (!out.is_none()) {
+    target = output_operand(out, name);
+    check_out(*target, name, in.dtype, shape);
+  }
+  // Straight into out when writing it cannot change input not yet read.
+  const bool direct =
+      target && target->dense && (!in.dense || target->data == in.data || !overlaps(in, *target));
+  Tensor result;
+  {
+    py::gil_scoped_release release;
+    Tensor copy;
+    ConstTensorView xv{in.dtype, shape, in.data};
+    if (!in.dense) {
+      copy = dense_copy(in, shape);
+      xv.data = copy.raw();
+    }
+    if (direct) {
+      run_scan(op, xv, a, {in.dtype, shape, target->data}, options);
+    } else {
+      // A copy of the input is scanned in place.
+      Tensor y = in.dense ? Tensor(in.dtype, Shape(shape.begin(), shape.end())) : std::move(copy);
+      run_scan(op, xv, a, y.view(), options);
+      if (target) {
+        scatter(y.view(), *target);
+      } else {
+        result = std::move(y);
+      }
+    }
+  }
+  if (target) return out;
+  return wrap(std::move(result), in.kind, &in);
+}
+
+// ONNX's names of Sum's inputs; the first ones made once, as every call needs them.
+std::string_view input_name(std::size_t k) {
+  static const auto* names = [] {
+    auto* made = new std::vector<std::string>;  // never freed
+    for (int i = 0; i < 16; ++i) made->push_back(fmt::format("data_{}", i));
+    return made;
+  }();
+  if (k < names->size()) return (*names)[k];
+  thread_local std::string other;
+  other = fmt::format("data_{}", k);
+  return other;
+}
+
+py::object sum_arrays(const py::args& arrays, const py::object& out) {
+  std::vector<Operand> ins;
+  ins.reserve(arrays.size());
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    ins.push_back(input_operand(arrays[k], "Sum", input_name(k)));
+  }
+  std::vector<ConstTensorView> views;
+  views.reserve(ins.size());
+  if (!ins.empty()) {
+    // Types first, on scalar stand-ins (which always broadcast): what fails here is a type.
+    for (const Operand& in : ins) views.emplace_back(in.dtype, std::span<const int64_t>{}, nullptr);
+    as_type_error([&] { sum_shape(views); });
+    views.clear();
+  }
+  for (const Operand& in : ins) views.push_back(in.view());
+  const Shape shape = sum_shape(views);
+  const DType dtype = ins[0].dtype;
+  std::optional<Operand> target;
+  if (!out.is_none()) {
+    target = output_operand(out, "Sum");
+    check_out(*target, "Sum", dtype, shape);
+  }
+  // Straight into out unless a dense input shares its bytes other than element for element.
+  const bool direct =
+      target && target->dense && std::ranges::all_of(ins, [&](const Operand& in) {
+        return !in.dense || !overlaps(in, *target) ||
+               (in.data == target->data && std::ranges::equal(in.view().shape, shape));
+      });
+  Tensor result;
+  {
+    py::gil_scoped_release release;
+    std::vector<Tensor> copies;
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      if (ins[k].dense) continue;
+      copies.resize(ins.size());
+      copies[k] = dense_copy(ins[k], ins[k].shape);
+      views[k].data = copies[k].raw();
+    }
+    if (direct) {
+      sum(views, {dtype, shape, target->data});
+    } else {
+      Tensor y(dtype, shape);
+      sum(views, y.view());
+      if (target) {
+        scatter(y.view(), *target);
+      } else {
+        result = std::move(y);
+      }
+    }
+  }
+  if (target) return out;
+  return wrap(std::move(result), ins[0].kind, &ins[0]);
+}
+
+// ---- Docstrings: the first lines give help() and inspect.signature the signature. ----------
+
+constexpr const char* kScanArgs = R"(
+x: a NumPy array of float16, bfloat16 (ml_dtypes), float32, float64, int32, int64, uint32 or
+    uint64 in any layout and byte order; a torch CPU tensor or any object with __dlpack__
+    (float16 and bfloat16 included); or an array-like (list, scalar), converted by
+    numpy.asarray. A dense input (C order, aligned, native byte order) is read where it is; any
+    other is first copied into a dense buffer.
+axis: the axis to scan along, negative counting from the end; None (the default) scans the
+    flattened array in C order, as numpy.cumsum does.
+exclusive: leave out x[j] from y[j] (the ONNX attribute): y starts at the identity.
+reverse: scan from the end of the axis towards its start (the ONNX attribute).
+out: where to write the result: an array or tensor of exactly the result's element type and
+    shape (never cast or broadcast), which may be x itself (in place). It is returned.
+
+Returns an array of the input's kind and element type (NumPy in, NumPy out; torch in, torch
+out), of x's shape, or 1-D for axis=None. The result owns its memory; nothing is copied to
+return it. The GIL is released while the kernels run.
+
+Raises cumulus.InvalidArgumentError (a ValueError) for an axis, shape or attribute that is not
+accepted, cumulus.UnsupportedTypeError (a TypeError) for an element type or object cumulus does
+not take, cumulus.LimitError (a MemoryError) past the memory limit.)";
+
+const std::string kCumSumDoc =
+    std::string(R"(cumsum(x, axis=None, *, exclusive=False, reverse=False, out=None)
+--
+
+Cumulative sum along an axis: the ONNX CumSum operator.
+
+y[..., j, ...] = x[..., 0, ...] + ... + x[..., j, ...]. Integers wrap around on overflow;
+float16, bfloat16 and float32 are added in double and rounded once per element; float64 adds
+in double in a fixed order. Results do not depend on the number of threads.
+)") +
+    kScanArgs;
+
+const std::string kCumProdDoc =
+    std::string(R"(cumprod(x, axis=None, *, exclusive=False, reverse=False, out=None)
+--
+
+Cumulative product along an axis: the ONNX CumProd operator.
+
+y[..., j, ...] = x[..., 0, ...] * ... * x[..., j, ...]. Integers wrap around on overflow;
+float16, bfloat16 and float32 are multiplied in double and rounded once per element.
+Results do not depend on the number of threads.
+)") +
+    kScanArgs;
+
+constexpr const char* kSumDoc = R"(sum(*arrays, out=None)
+--
+
+Elementwise sum of one or more arrays: the ONNX Sum operator (not a reduction: for a total
+along an axis use numpy.sum).
+
+The arrays broadcast as NumPy broadcasts them and must have one floating element type
+(float16, bfloat16, float32 or float64; no promotion). They are added left to right in double
+and each element is rounded once. Each argument may be a NumPy array in any layout and byte
+order, a torch CPU tensor or any object with __dlpack__, or an array-like (numpy.asarray);
+dense inputs are read where they are, others are first copied into a dense buffer.
+
+out: an array or tensor of exactly the result's element type and broadcast shape, which may
+    be one of the inputs of that shape (in place). It is returned.
+
+Returns an array of the first argument's kind (NumPy or torch) that owns its memory. The GIL is
+released while the kernels run.
+
+Raises cumulus.InvalidArgumentError (a ValueError) for shapes that do not broadcast or no
+arrays, cumulus.UnsupportedTypeError (a TypeError) for mixed or non-floating element types or
+an out= of another type, cumulus.LimitError (a MemoryError) past the memory limit.)";
+
+}  // namespace
+}  // namespace cumulus::python
+
+PYBIND11_MODULE(_core, m) {
+  namespace py = pybind11;
+  using namespace cumulus::python;  // NOLINT
+  py::options options;
+  options.disable_function_signatures();
+  m.doc() = "The compiled part of cumulus; use the cumulus package.";
+  m.attr("__version__") = CUMULUS_VERSION;
+  add_errors(m);
+  add_array_types(m);
+
+  m.def(
+      "cumsum",
+      [](const py::object& x, const py::object& axis, const py::object& exclusive,
+         const py::object& reverse, const py::object& out) {
+        return scan(cumulus::OpKind::kCumSum, x, axis, exclusive, reverse, out);
+      },
+      py::arg("x"), py::arg("axis") = py::none(), py::kw_only(), py::arg("exclusive") = false,
+      py::arg("reverse") = false, py::arg("out") = py::none(), kCumSumDoc.c_str());
+  m.def(
+      "cumprod",
+      [](const py::object& x, const py::object& axis, const py::object& exclusive,
+         const py::object& reverse, const py::object& out) {
+        return scan(cumulus::OpKind::kCumProd, x, axis, exclusive, reverse, out);
+      },
+      py::arg("x"), py::arg("axis") = py::none(), py::kw_only(), py::arg("exclusive") = false,
+      py::arg("reverse") = false, py::arg("out") = py::none(), kCumProdDoc.c_str());
+  m.def("sum", &sum_arrays, py::kw_only(), py::arg("out") = py::none(), kSumDoc);
+
+  m.def(
+      "set_num_threads",
+      [](const py::object& n) {
+        const int64_t v = integer(n, "set_num_threads", "n");
+        if (v < 1) {
+          raise_value_error(fmt::format("set_num_threads: n must be at least 1, not {}", v));
+        }
+        py::gil_scoped_release release;
+        cumulus::set_num_threads(static_cast<int>(std::min<int64_t>(v, 256)));
+      },
+      py::arg("n"),
+      "set_num_threads(n)\n--\n\nSets the number of threads the kernels use (1 to 256; more "
+      "is taken as 256).\nResults do not depend on it.");
+  m.def("num_threads", &cumulus::num_threads,
+        "num_threads()\n--\n\nThe number of threads the kernels use (default: the machine's "
+        "cores).");
+  m.def(
+      "kernel_isa", [] { return std::string(cumulus::kernel_isa()); },
+      "kernel_isa()\n--\n\nThe instruction set of the kernels in use: \"scalar\", \"avx2\" or "
+      "\"avx512\";\nthe best this CPU has, or lower when the environment variable CUMULUS_ISA "
+      "asks for it.");
+  m.def(
+      "set_memory_limit",
+      [](const py::object& bytes) {
+        const int64_t v = integer(bytes, "set_memory_limit", "bytes");
+        if (v < 0) {
+          raise_value_error(fmt::format("set_memory_limit: bytes must be 0 or more, not {}", v));
+        }
+        cumulus::set_memory_limit(static_cast<std::size_t>(v));
+      },
+      py::arg("bytes"),
+      "set_memory_limit(bytes)\n--\n\nThe largest buffer, in bytes, cumulus allocates for one "
+      "array (results and the\ndense copies of inputs); a larger one raises cumulus.LimitError "
+      "before anything is\nallocated. The default is CUMULUS_MEMORY_LIMIT or the machine's "
+      "memory.");
+  m.def("memory_limit", &cumulus::memory_limit,
+        "memory_limit()\n--\n\nThe current memory limit in bytes (see set_memory_limit).");
+
+  add_onnx(m);
+}

@@ -1,0 +1,25 @@
+// The kernels' compile-time tile and lane counts, in one place. Results never depend on the
+// tiles (columns and Sum outputs are independent of each other); they set how much working state
+// stays in L1. kFloatLanes does shape results: see below.
+#pragma once
+
+#include <cstddef>
+
+namespace cumulus::detail {
+
+// Columns of a scan along an outer axis whose accumulators one pass keeps on the stack. The ops
+// layer's default column_tile (src/ops/tuning.h) is this, so each task is one kernel tile.
+inline constexpr std::size_t kScanColumnTile = 1024;
+
+// Outputs of a Sum row accumulated at a time by the scalar loop.
+inline constexpr std::size_t kSumChunk = 256;
+
+// Lanes of the floating-point vectors (eight doubles), and the partial sums of a floating row's
+// total on every instruction set: the scalar kernels keep eight too, so the totals' tree, and
+// their bits, are the same everywhere.
+inline constexpr std::size_t kFloatLanes = 8;
+
+// The most lanes of any vector: 32-bit integers in AVX-512.
+inline constexpr std::size_t kMaxLanes = 16;
+
+}  // namespace cumulus::detail

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cumulus/dtype.h"
+#include "cumulus/onnx.h"
 #include "cumulus/tensor.h"
 #include "format.h"
 
@@ -29,7 +30,7 @@ using cumulus::Shape;
 using cumulus::Tensor;
 using cumulus::cli::format_array;
 using cumulus::cli::format_named;
-using cumulus::cli::format_shape;
+using cumulus::onnx::shape_tuple;
 
 template <class T>
 Tensor tensor(Shape shape, const std::vector<T>& values) {
@@ -182,10 +183,10 @@ TEST(SeedPages, SumPageHasTheFormsThatMatter) {
 // ---- Shapes and blocks ----
 
 TEST(Format, ShapeLikeNumpyTuples) {
-  EXPECT_EQ(format_shape({}), "()");
-  EXPECT_EQ(format_shape(Shape{5}), "(5,)");
-  EXPECT_EQ(format_shape(Shape{2, 3}), "(2, 3)");
-  EXPECT_EQ(format_shape(Shape{2, 0, 4}), "(2, 0, 4)");
+  EXPECT_EQ(shape_tuple({}), "()");
+  EXPECT_EQ(shape_tuple(Shape{5}), "(5,)");
+  EXPECT_EQ(shape_tuple(Shape{2, 3}), "(2, 3)");
+  EXPECT_EQ(shape_tuple(Shape{2, 0, 4}), "(2, 0, 4)");
 }
 
 TEST(Format, NamedBlockIndentsArrayLinesButNotBlankOnes) {

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace cumulus {
 
@@ -63,74 +65,71 @@ double to_double(T v) noexcept {
   }
 }
 
-// Lower-case NumPy-style names: "float32", "bfloat16", "uint64".
-std::string_view dtype_name(DType t) noexcept;
-std::optional<DType> dtype_from_name(std::string_view name) noexcept;
-std::size_t dtype_size(DType t) noexcept;
-constexpr bool is_floating(DType t) noexcept {
-  return t == DType::kFloat32 || t == DType::kFloat64 || t == DType::kFloat16 ||
-         t == DType::kBFloat16;
-}
+// The C++ type of each DType, in the enum's order.
+using DTypeTypes =
+    std::tuple<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>;
+static_assert(std::tuple_size_v<DTypeTypes> == kNumDTypes);
+template <DType t>
+using CppType = std::tuple_element_t<static_cast<std::size_t>(t), DTypeTypes>;
 
+// What the world outside C++ calls each element type. The ONNX ids belong to the front end
+// (cumulus/onnx.h); everything else reads this one table.
+struct DTypeInfo {
+  std::string_view name;      // NumPy's name: "float32", "bfloat16", "uint64"
+  std::size_t size;           // bytes
+  char numpy_char;            // numpy.dtype(name).char; 0 where NumPy has no such type
+  std::string_view npy_code;  // .npy descr (and __array_interface__ typestr) without the byte
+                              // order: "f4"; empty where .npy has no form (bfloat16)
+  uint8_t dlpack_code;        // DLDataTypeCode: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4
+  uint8_t dlpack_bits;
+};
+inline constexpr DTypeInfo kDTypeInfo[kNumDTypes] = {
+    {"float32", 4, 'f', "f4", 2, 32}, {"float64", 8, 'd', "f8", 2, 64},
+    {"float16", 2, 'e', "f2", 2, 16}, {"bfloat16", 2, 0, "", 4, 16},
+    {"int32", 4, 'i', "i4", 0, 32},   {"int64", 8, 'l', "i8", 0, 64},
+    {"uint32", 4, 'I', "u4", 1, 32},  {"uint64", 8, 'L', "u8", 1, 64},
+};
+constexpr const DTypeInfo& dtype_info(DType t) noexcept { return kDTypeInfo[static_cast<int>(t)]; }
+
+namespace detail {
+template <std::size_t... I>
+constexpr bool sizes_match(std::index_sequence<I...>) {
+  return ((kDTypeInfo[I].size == sizeof(std::tuple_element_t<I, DTypeTypes>) &&
+           kDTypeInfo[I].dlpack_bits == 8 * sizeof(std::tuple_element_t<I, DTypeTypes>)) &&
+          ...);
+}
+static_assert(sizes_match(std::make_index_sequence<kNumDTypes>{}));
+}  // namespace detail
+
+constexpr std::string_view dtype_name(DType t) noexcept { return dtype_info(t).name; }
+constexpr std::size_t dtype_size(DType t) noexcept { return dtype_info(t).size; }
+std::optional<DType> dtype_from_name(std::string_view name) noexcept;
+constexpr bool is_floating(DType t) noexcept { return dtype_info(t).dlpack_code >= 2; }
+
+namespace detail {
+template <class T, std::size_t I = 0>
+constexpr DType dtype_index() {
+  static_assert(I < kNumDTypes, "not a cumulus element type");
+  if constexpr (std::is_same_v<T, std::tuple_element_t<I, DTypeTypes>>) {
+    return static_cast<DType>(I);
+  } else {
+    return dtype_index<T, I + 1>();
+  }
+}
+}  // namespace detail
 template <class T>
-struct DTypeOf;
-template <>
-struct DTypeOf<float> {
-  static constexpr DType value = DType::kFloat32;
-};
-template <>
-struct DTypeOf<double> {
-  static constexpr DType value = DType::kFloat64;
-};
-template <>
-struct DTypeOf<Float16> {
-  static constexpr DType value = DType::kFloat16;
-};
-template <>
-struct DTypeOf<BFloat16> {
-  static constexpr DType value = DType::kBFloat16;
-};
-template <>
-struct DTypeOf<int32_t> {
-  static constexpr DType value = DType::kInt32;
-};
-template <>
-struct DTypeOf<int64_t> {
-  static constexpr DType value = DType::kInt64;
-};
-template <>
-struct DTypeOf<uint32_t> {
-  static constexpr DType value = DType::kUInt32;
-};
-template <>
-struct DTypeOf<uint64_t> {
-  static constexpr DType value = DType::kUInt64;
-};
-template <class T>
-inline constexpr DType dtype_of = DTypeOf<T>::value;
+inline constexpr DType dtype_of = detail::dtype_index<T>();
 
 // Calls f(T{}) with the C++ type of t.
-template <class F>
+template <class F, std::size_t I = 0>
 decltype(auto) visit_dtype(DType t, F&& f) {
-  switch (t) {
-    case DType::kFloat32:
-      return f(float{});
-    case DType::kFloat64:
-      return f(double{});
-    case DType::kFloat16:
-      return f(Float16{});
-    case DType::kBFloat16:
-      return f(BFloat16{});
-    case DType::kInt32:
-      return f(int32_t{});
-    case DType::kInt64:
-      return f(int64_t{});
-    case DType::kUInt32:
-      return f(uint32_t{});
-    case DType::kUInt64:
-      break;
+  using T = std::tuple_element_t<I, DTypeTypes>;
+  if constexpr (I + 1 == kNumDTypes) {
+    return f(T{});
+  } else {
+    if (static_cast<std::size_t>(t) == I) return f(T{});
+    return visit_dtype<F, I + 1>(t, std::forward<F>(f));
   }
-  return f(uint64_t{});
 }
 
 }  // namespace cumulus

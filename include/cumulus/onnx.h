@@ -23,6 +23,18 @@ std::optional<DType> dtype_from_onnx(int32_t onnx_type) noexcept;
 int32_t onnx_from_dtype(DType dtype) noexcept;
 std::string onnx_type_name(int32_t onnx_type);
 
+// ---- Operator versions -------------------------------------------------------------------------
+
+// The version of `op` in force under an opset import of the default domain ("CumSum" at opset 13
+// is CumSum-11). Throws when the operator does not exist at that opset or the opset is newer than
+// the newest cumulus knows (kMaxOpset).
+inline constexpr int64_t kMaxOpset = 26;
+int op_version(OpKind op, int64_t opset);
+// The element types `op` accepts at `version` (a value op_version returns).
+std::span<const DType> allowed_dtypes(OpKind op, int version);
+// Throws "CumSum-11: type float16 is not supported (allowed: ...)" for a type outside the list.
+void check_dtype(OpKind op, int version, DType dtype);
+
 // ---- Tensor files -------------------------------------------------------------------------------
 // Every size in a file is checked against the bytes really present before anything is allocated.
 
@@ -33,6 +45,10 @@ std::string serialize_tensor_proto(ConstTensorView tensor, std::string_view name
 // NumPy .npy, versions 1.0-3.0, little endian, C order. bfloat16 has no .npy form.
 Tensor parse_npy(std::span<const std::byte> bytes);
 std::string serialize_npy(ConstTensorView tensor);
+
+// A shape as NumPy writes it (in .npy headers, and as the operator pages print it): "()", "(5,)",
+// "(2, 3)".
+std::string shape_tuple(std::span<const int64_t> shape);
 
 // Reads `.npy` or `.pb` by extension.
 Tensor read_tensor_file(const std::filesystem::path& path, std::string* name = nullptr);
@@ -63,6 +79,8 @@ class Model {
   int64_t opset() const noexcept;                          // of the default domain
   const std::vector<ValueInfo>& inputs() const noexcept;   // graph inputs, in order
   const std::vector<ValueInfo>& outputs() const noexcept;  // graph outputs, in order
+  // The graph input called `name`; throws, listing the inputs, when there is none.
+  const ValueInfo& input(std::string_view name) const;
 
   // Feeds are checked against the declared types and static dimensions; unknown names and
   // missing inputs are errors. Returns the graph outputs in order.

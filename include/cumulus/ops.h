@@ -11,17 +11,17 @@
 namespace cumulus {
 
 enum class OpKind { kCumSum, kCumProd, kSum };
-std::string_view op_name(OpKind op) noexcept;
-
-// The version of `op` in force under an opset import of the default domain ("CumSum" at opset 13
-// is CumSum-11). Throws when the operator does not exist at that opset or the opset is newer than
-// the newest cumulus knows (kMaxOpset).
-inline constexpr int64_t kMaxOpset = 26;
-int op_version(OpKind op, int64_t opset);
-// The element types `op` accepts at `version` (a value op_version returns).
-std::span<const DType> allowed_dtypes(OpKind op, int version);
-// Throws "CumSum-11: type float16 is not supported (allowed: ...)" for a type outside the list.
-void check_dtype(OpKind op, int version, DType dtype);
+constexpr std::string_view op_name(OpKind op) noexcept {
+  switch (op) {
+    case OpKind::kCumSum:
+      return "CumSum";
+    case OpKind::kCumProd:
+      return "CumProd";
+    case OpKind::kSum:
+      break;
+  }
+  return "Sum";
+}
 
 struct ScanOptions {
   bool exclusive = false;
@@ -30,8 +30,8 @@ struct ScanOptions {
 
 // y[..., j, ...] = x[..., 0, ...] + ... + x[..., j, ...] along `axis` (in [-rank, rank - 1]);
 // exclusive leaves out x[j], reverse runs from the end. y must have x's dtype and shape and may be
-// x itself (in place), but must not partly overlap it. Integers wrap around; float16, bfloat16 and
-// float32 accumulate in double and round once per output.
+// x itself (in place), but must not partly overlap it. Every element type is accepted. Integers
+// wrap around; float16, bfloat16 and float32 accumulate in double and round once per output.
 void cumsum(ConstTensorView x, int64_t axis, TensorView y, ScanOptions options = {});
 void cumprod(ConstTensorView x, int64_t axis, TensorView y, ScanOptions options = {});
 Tensor cumsum(ConstTensorView x, int64_t axis, ScanOptions options = {});
@@ -40,6 +40,8 @@ Tensor cumprod(ConstTensorView x, int64_t axis, ScanOptions options = {});
 // The axis input of CumSum/CumProd as ONNX passes it: a 0-D int32 or int64 tensor (a one-element
 // 1-D tensor is accepted too, as older exporters write one).
 int64_t scan_axis(OpKind op, ConstTensorView axis);
+// The element types scan_axis takes; the ONNX front end checks a model's declared types by it.
+constexpr bool is_axis_dtype(DType t) noexcept { return t == DType::kInt32 || t == DType::kInt64; }
 
 struct SumOptions {
   // Multidirectional (NumPy-style) broadcasting, as Sum-8 and later do; Sum-1 and Sum-6 need equal

@@ -42,25 +42,13 @@ py::module_& numpy() {
 // ---- NumPy ----------------------------------------------------------------------------------
 
 std::optional<DType> dtype_of_numpy(const py::detail::PyArrayDescr_Proxy* d, py::handle descr) {
-  switch (d->kind) {
-    case 'f':
-      if (d->elsize == 2) return DType::kFloat16;
-      if (d->elsize == 4) return DType::kFloat32;
-      if (d->elsize == 8) return DType::kFloat64;
-      break;
-    case 'i':
-      if (d->elsize == 4) return DType::kInt32;
-      if (d->elsize == 8) return DType::kInt64;
-      break;
-    case 'u':
-      if (d->elsize == 4) return DType::kUInt32;
-      if (d->elsize == 8) return DType::kUInt64;
-      break;
-    default:
-      // ml_dtypes registers bfloat16 with NumPy as a user type.
-      if (d->elsize == 2 && py::str(descr.attr("name")).cast<std::string>() == "bfloat16") {
-        return DType::kBFloat16;
-      }
+  const std::string code = fmt::format("{}{}", d->kind, d->elsize);
+  for (DType t : kAllDTypes) {
+    if (dtype_info(t).npy_code == code) return t;
+  }
+  // ml_dtypes registers bfloat16 with NumPy as a user type.
+  if (d->elsize == 2 && py::str(descr.attr("name")).cast<std::string>() == "bfloat16") {
+    return DType::kBFloat16;
   }
   return std::nullopt;
 }
@@ -96,25 +84,8 @@ Operand from_numpy(py::handle array, std::string_view op, std::string_view name)
 
 std::optional<DType> dtype_of_dlpack(DLDataType t) {
   if (t.lanes != 1) return std::nullopt;
-  switch (t.code) {
-    case kDLFloat:
-      if (t.bits == 16) return DType::kFloat16;
-      if (t.bits == 32) return DType::kFloat32;
-      if (t.bits == 64) return DType::kFloat64;
-      break;
-    case kDLBfloat:
-      if (t.bits == 16) return DType::kBFloat16;
-      break;
-    case kDLInt:
-      if (t.bits == 32) return DType::kInt32;
-      if (t.bits == 64) return DType::kInt64;
-      break;
-    case kDLUInt:
-      if (t.bits == 32) return DType::kUInt32;
-      if (t.bits == 64) return DType::kUInt64;
-      break;
-    default:
-      break;
+  for (DType d : kAllDTypes) {
+    if (dtype_info(d).dlpack_code == t.code && dtype_info(d).dlpack_bits == t.bits) return d;
   }
   return std::nullopt;
 }
@@ -128,22 +99,7 @@ std::string dlpack_type_name(DLDataType t) {
 }
 
 DLDataType dlpack_type(DType t) {
-  const auto bits = static_cast<uint8_t>(dtype_size(t) * 8);
-  switch (t) {
-    case DType::kFloat32:
-    case DType::kFloat64:
-    case DType::kFloat16:
-      return {kDLFloat, bits, 1};
-    case DType::kBFloat16:
-      return {kDLBfloat, bits, 1};
-    case DType::kInt32:
-    case DType::kInt64:
-      return {kDLInt, bits, 1};
-    case DType::kUInt32:
-    case DType::kUInt64:
-      break;
-  }
-  return {kDLUInt, bits, 1};
+  return {dtype_info(t).dlpack_code, dtype_info(t).dlpack_bits, 1};
 }
 
 // torch.Tensor once torch is imported; cumulus never imports it itself.

@@ -64,10 +64,6 @@ struct SmallFloat {
 using Binary16 = SmallFloat<5, 10>;
 using Brain16 = SmallFloat<8, 7>;
 
-constexpr std::string_view kNames[kNumDTypes] = {"float32", "float64", "float16", "bfloat16",
-                                                 "int32",   "int64",   "uint32",  "uint64"};
-constexpr std::size_t kSizes[kNumDTypes] = {4, 8, 2, 2, 4, 8, 4, 8};
-
 }  // namespace
 
 float to_float(Float16 h) noexcept { return Binary16::widen(h.bits); }
@@ -75,15 +71,11 @@ float to_float(BFloat16 h) noexcept { return Brain16::widen(h.bits); }
 Float16 to_float16(double v) noexcept { return {Binary16::narrow(v)}; }
 BFloat16 to_bfloat16(double v) noexcept { return {Brain16::narrow(v)}; }
 
-std::string_view dtype_name(DType t) noexcept { return kNames[static_cast<int>(t)]; }
-
 std::optional<DType> dtype_from_name(std::string_view name) noexcept {
   for (DType t : kAllDTypes) {
     if (dtype_name(t) == name) return t;
   }
   return std::nullopt;
 }
-
-std::size_t dtype_size(DType t) noexcept { return kSizes[static_cast<int>(t)]; }
 
 }  // namespace cumulus

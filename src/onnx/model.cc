@@ -96,6 +96,7 @@ struct Model::Impl {
   std::vector<std::size_t> last_use;  // value id -> last step reading it; SIZE_MAX: a graph output
 
   void load(const ::onnx::ModelProto& model, std::string_view what);
+  const ValueInfo& input(std::string_view name) const;
   std::vector<Tensor> run(const std::map<std::string, ConstTensorView, std::less<>>& feeds) const;
 };
 
@@ -365,8 +366,8 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
         formals = {"x", "axis"};
         check_type(0, "x");
         const int32_t axis_type = type_of(ins[1]);
-        if (axis_type != 0 && axis_type != onnx_from_dtype(DType::kInt32) &&
-            axis_type != onnx_from_dtype(DType::kInt64)) {
+        const std::optional<DType> axis_dtype = dtype_from_onnx(axis_type);
+        if (axis_type != 0 && !(axis_dtype && is_axis_dtype(*axis_dtype))) {
           fail(ErrorCode::kInvalidArgument,
                "{}: input 'axis' must be int32 or int64, not {} (tensor '{}' in node {})",
                versioned, onnx_type_name(axis_type), names[ins[1]], label);
@@ -436,6 +437,16 @@ void Model::Impl::load(const ::onnx::ModelProto& model, std::string_view what) {
   }
 }
 
+const ValueInfo& Model::Impl::input(std::string_view name) const {
+  for (const auto& in : inputs) {
+    if (in.name == name) return in;
+  }
+  std::vector<std::string_view> known;
+  for (const auto& in : inputs) known.push_back(in.name);
+  fail(ErrorCode::kInvalidArgument, "unknown input '{}'; the model's inputs are: {}", name,
+       fmt::join(known, ", "));
+}
+
 std::vector<Tensor> Model::Impl::run(
     const std::map<std::string, ConstTensorView, std::less<>>& feeds) const {
   struct Slot {
@@ -446,37 +457,26 @@ std::vector<Tensor> Model::Impl::run(
   for (std::size_t v = 0; v < names.size(); ++v) {
     if (constants[v]) slots[v].view = constants[v]->view();
   }
-  for (const auto& feed : feeds) {
-    // Named references rather than a structured binding: clang before 16 cannot capture one in
-    // the lambda below.
-    const std::string& name = feed.first;
-    const ConstTensorView& view = feed.second;
-    const auto it = std::find_if(inputs.begin(), inputs.end(),
-                                 [&](const ValueInfo& i) { return i.name == name; });
-    if (it == inputs.end()) {
-      std::vector<std::string_view> known;
-      for (const auto& i : inputs) known.push_back(i.name);
-      fail(ErrorCode::kInvalidArgument, "unknown input '{}'; the model's inputs are: {}", name,
-           fmt::join(known, ", "));
-    }
-    if (it->onnx_type != 0 && onnx_from_dtype(view.dtype) != it->onnx_type) {
+  for (const auto& [name, view] : feeds) {
+    const ValueInfo& in = input(name);
+    if (in.onnx_type != 0 && onnx_from_dtype(view.dtype) != in.onnx_type) {
       fail(ErrorCode::kInvalidArgument, "input '{}' is declared {} but was given {}", name,
-           onnx_type_name(it->onnx_type), dtype_name(view.dtype));
+           onnx_type_name(in.onnx_type), dtype_name(view.dtype));
     }
     try {
       element_count(view.shape);
     } catch (const Error& e) {
       fail(e.code(), "input '{}': {}", name, e.what());
     }
-    bool matches = !it->has_shape || it->dims.size() == view.shape.size();
-    for (std::size_t d = 0; matches && it->has_shape && d < view.shape.size(); ++d) {
-      matches = !it->dims[d] || *it->dims[d] == view.shape[d];
+    bool matches = !in.has_shape || in.dims.size() == view.shape.size();
+    for (std::size_t d = 0; matches && in.has_shape && d < view.shape.size(); ++d) {
+      matches = !in.dims[d] || *in.dims[d] == view.shape[d];
     }
     if (!matches) {
       fail(ErrorCode::kInvalidArgument, "input '{}' has shape {} but the model declares {}", name,
-           shape_string(view.shape), dims_string(*it));
+           shape_string(view.shape), dims_string(in));
     }
-    slots[input_ids[it - inputs.begin()]].view = view;
+    slots[input_ids[&in - inputs.data()]].view = view;
   }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (!slots[input_ids[i]].view) {
@@ -590,6 +590,7 @@ int64_t Model::ir_version() const noexcept { return impl_->ir_version; }
 int64_t Model::opset() const noexcept { return impl_->opset; }
 const std::vector<ValueInfo>& Model::inputs() const noexcept { return impl_->inputs; }
 const std::vector<ValueInfo>& Model::outputs() const noexcept { return impl_->outputs; }
+const ValueInfo& Model::input(std::string_view name) const { return impl_->input(name); }
 std::vector<Tensor> Model::run(
     const std::map<std::string, ConstTensorView, std::less<>>& feeds) const {
   return impl_->run(feeds);

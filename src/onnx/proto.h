@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -11,6 +12,13 @@
 #include "cumulus/tensor.h"
 
 namespace cumulus::onnx {
+
+// The front end's facts about each element type; the rest are in dtype_info().
+struct OnnxTypeInfo {
+  int32_t id;                    // TensorProto.DataType
+  std::string_view typed_field;  // where a TensorProto without raw_data keeps the values
+};
+const OnnxTypeInfo& onnx_type_info(DType dtype) noexcept;
 
 // Checks the proto whole (type, dims, sizes, no external data) before allocating; `what` names
 // it in errors ("initializer 'w'").

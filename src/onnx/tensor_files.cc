@@ -80,27 +80,6 @@ std::string proto_what(std::string_view file_what, const std::string& name) {
   return name.empty() ? std::string(file_what) : fmt::format("{} ({})", file_what, proto);
 }
 
-// The typed field that holds values of `dtype` when raw_data is not used. float16 and bfloat16
-// keep their bit patterns in int32_data, uint32 widens into uint64_data.
-std::string_view typed_field(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return "float_data";
-    case DType::kFloat64:
-      return "double_data";
-    case DType::kFloat16:
-    case DType::kBFloat16:
-    case DType::kInt32:
-      return "int32_data";
-    case DType::kInt64:
-      return "int64_data";
-    case DType::kUInt32:
-    case DType::kUInt64:
-      break;
-  }
-  return "uint64_data";
-}
-
 struct FieldSize {
   std::string_view name;
   int size;
@@ -193,22 +172,6 @@ constexpr std::size_t kNpyAlign = 64;
 // numpy (1.24 and later) reserves room for the first dimension to grow to this many digits, so
 // a file can be appended to in place. Writing the same spaces keeps our files identical to numpy's.
 constexpr std::size_t kNpyGrowthAxisMaxDigits = 21;
-
-struct NpyType {
-  std::string_view code;  // descr without its byte-order character
-  DType dtype;
-};
-constexpr NpyType kNpyTypes[] = {
-    {"f4", DType::kFloat32}, {"f8", DType::kFloat64}, {"f2", DType::kFloat16},
-    {"i4", DType::kInt32},   {"i8", DType::kInt64},   {"u4", DType::kUInt32},
-    {"u8", DType::kUInt64},
-};
-
-// A shape as Python writes a tuple: "()", "(5,)", "(2, 3)".
-std::string py_tuple(std::span<const int64_t> shape) {
-  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
-  return fmt::format("({})", fmt::join(shape, ", "));
-}
 
 struct NpyHeader {
   std::string descr;
@@ -370,43 +333,32 @@ class NpyHeaderParser {
 };
 
 DType npy_dtype(std::string_view descr, std::string_view what) {
-  for (const NpyType& type : kNpyTypes) {
-    if (descr.size() != 3 || descr.substr(1) != type.code) continue;
+  std::vector<std::string> supported;
+  for (DType dtype : kAllDTypes) {
+    const std::string_view code = dtype_info(dtype).npy_code;
+    if (code.empty()) continue;
+    supported.push_back(fmt::format("'<{}'", code));
+    if (descr.size() != 3 || descr.substr(1) != code) continue;
     // '=' is native order and '|' "not applicable"; numpy reads both as native (little) here.
-    if (descr[0] == '<' || descr[0] == '=' || descr[0] == '|') return type.dtype;
+    if (descr[0] == '<' || descr[0] == '=' || descr[0] == '|') return dtype;
     if (descr[0] == '>') {
       fail(ErrorCode::kUnsupported,
            "{}: big-endian data (descr '{}') is not supported; save it little endian, e.g. "
            "a.astype('<{}')",
-           what, descr, type.code);
+           what, descr, code);
     }
   }
-  fail(ErrorCode::kUnsupported,
-       "{}: descr '{}' is not supported (supported: '<f2', '<f4', '<f8', '<i4', '<i8', '<u4', "
-       "'<u8')",
-       what, descr);
+  std::ranges::sort(supported);
+  fail(ErrorCode::kUnsupported, "{}: descr '{}' is not supported (supported: {})", what, descr,
+       fmt::join(supported, ", "));
 }
 
-std::string_view npy_descr(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return "<f4";
-    case DType::kFloat64:
-      return "<f8";
-    case DType::kFloat16:
-      return "<f2";
-    case DType::kBFloat16:
-      fail(ErrorCode::kUnsupported, "npy: bfloat16 has no .npy form; use .pb");
-    case DType::kInt32:
-      return "<i4";
-    case DType::kInt64:
-      return "<i8";
-    case DType::kUInt32:
-      return "<u4";
-    case DType::kUInt64:
-      break;
+std::string npy_descr(DType dtype) {
+  const std::string_view code = dtype_info(dtype).npy_code;
+  if (code.empty()) {
+    fail(ErrorCode::kUnsupported, "npy: {} has no .npy form; use .pb", dtype_name(dtype));
   }
-  return "<u8";
+  return fmt::format("<{}", code);
 }
 
 template <class T>
@@ -456,7 +408,7 @@ Tensor parse_npy_from(std::span<const std::byte> bytes, std::string_view what) {
          "np.ascontiguousarray(a)",
          what);
   }
-  const std::string shape_text = fmt::format("header shape {}", py_tuple(header.shape));
+  const std::string shape_text = fmt::format("header shape {}", shape_tuple(header.shape));
   const int64_t count = checked_count(header.shape, what, shape_text);
   const std::size_t nbytes = checked_bytes(count, dtype, what, shape_text);
   const std::size_t data_begin = header_begin + header_length;
@@ -629,7 +581,7 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& proto, std::string_view what
   const int64_t count = checked_count(shape, what, shape_text);
   const std::size_t nbytes = checked_bytes(count, *dtype, what, shape_text);
 
-  const std::string_view own_field = typed_field(*dtype);
+  const std::string_view own_field = onnx_type_info(*dtype).typed_field;
   int own_size = 0;
   for (const FieldSize& field : typed_field_sizes(proto)) {
     if (field.name == own_field) own_size = field.size;
@@ -699,14 +651,14 @@ std::string serialize_tensor_proto(ConstTensorView tensor, std::string_view name
 Tensor parse_npy(std::span<const std::byte> bytes) { return parse_npy_from(bytes, "npy"); }
 
 std::string serialize_npy(ConstTensorView tensor) {
-  const std::string_view descr = npy_descr(tensor.dtype);
-  const std::string shape_text = fmt::format("shape {}", py_tuple(tensor.shape));
+  const std::string descr = npy_descr(tensor.dtype);
+  const std::string shape_text = fmt::format("shape {}", shape_tuple(tensor.shape));
   const std::size_t nbytes =
       checked_bytes(element_count(tensor.shape), tensor.dtype, "npy", shape_text);
 
   // Exactly what numpy.save writes: keys sorted, repr() values, then the padding below.
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr,
-                                 py_tuple(tensor.shape));
+                                 shape_tuple(tensor.shape));
   if (!tensor.shape.empty()) {
     dict.append(kNpyGrowthAxisMaxDigits - fmt::formatted_size("{}", tensor.shape[0]), ' ');
   }
@@ -740,6 +692,11 @@ std::string serialize_npy(ConstTensorView tensor) {
   bytes.resize(bytes.size() + nbytes);
   copy_bytes(bytes.data() + prefix + header_length, tensor.data, nbytes);
   return bytes;
+}
+
+std::string shape_tuple(std::span<const int64_t> shape) {
+  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
+  return fmt::format("({})", fmt::join(shape, ", "));
 }
 
 Tensor read_tensor_file(const fs::path& path, std::string* name) {

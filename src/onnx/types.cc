@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "cumulus/onnx.h"
+#include "onnx/proto.h"
 
 namespace cumulus::onnx {
 namespace {
@@ -47,6 +48,16 @@ constexpr std::array<std::string_view, 27> kOnnxTypeNames = {
 
 }  // namespace
 
+const OnnxTypeInfo& onnx_type_info(DType dtype) noexcept {
+  // TensorProto.DataType and the typed field that holds the values when raw_data is not used:
+  // float16 and bfloat16 keep their bit patterns in int32_data, uint32 widens into uint64_data.
+  static constexpr OnnxTypeInfo kInfo[kNumDTypes] = {
+      {1, "float_data"}, {11, "double_data"}, {10, "int32_data"},  {16, "int32_data"},
+      {6, "int32_data"}, {7, "int64_data"},   {12, "uint64_data"}, {13, "uint64_data"},
+  };
+  return kInfo[static_cast<int>(dtype)];
+}
+
 std::optional<DType> dtype_from_onnx(int32_t onnx_type) noexcept {
   for (DType dtype : kAllDTypes) {
     if (onnx_from_dtype(dtype) == onnx_type) return dtype;
@@ -54,27 +65,7 @@ std::optional<DType> dtype_from_onnx(int32_t onnx_type) noexcept {
   return std::nullopt;
 }
 
-int32_t onnx_from_dtype(DType dtype) noexcept {
-  switch (dtype) {
-    case DType::kFloat32:
-      return 1;
-    case DType::kFloat64:
-      return 11;
-    case DType::kFloat16:
-      return 10;
-    case DType::kBFloat16:
-      return 16;
-    case DType::kInt32:
-      return 6;
-    case DType::kInt64:
-      return 7;
-    case DType::kUInt32:
-      return 12;
-    case DType::kUInt64:
-      break;
-  }
-  return 13;
-}
+int32_t onnx_from_dtype(DType dtype) noexcept { return onnx_type_info(dtype).id; }
 
 std::string onnx_type_name(int32_t onnx_type) {
   if (onnx_type >= 0 && static_cast<std::size_t>(onnx_type) < kOnnxTypeNames.size()) {

@@ -100,7 +100,15 @@ Shape sum_shape(std::span<const ConstTensorView> inputs, SumOptions options) {
     }
     element_count(inputs[k].shape);
   }
-  check_dtype(OpKind::kSum, op_version(OpKind::kSum, kMaxOpset), dtype);
+  if (!is_floating(dtype)) {
+    std::vector<std::string_view> floating;
+    for (DType t : kAllDTypes) {
+      if (is_floating(t)) floating.push_back(dtype_name(t));
+    }
+    std::ranges::sort(floating);
+    detail::fail(ErrorCode::kInvalidArgument, "Sum: type {} is not supported (allowed: {})",
+                 dtype_name(dtype), fmt::join(floating, ", "));
+  }
 
   Shape out(inputs[0].shape.begin(), inputs[0].shape.end());
   for (std::size_t k = 1; k < inputs.size(); ++k) {

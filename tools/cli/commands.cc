@@ -17,7 +17,6 @@
 #include <set>
 #include <thread>
 
-#include "core/fail.h"
 #include "cumulus/onnx.h"
 #include "format.h"
 
@@ -27,6 +26,12 @@ namespace {
 namespace fs = std::filesystem;
 using onnx::Model;
 using onnx::ValueInfo;
+
+// The CLI's errors are cumulus::Errors too, so that one handler reports every failure alike.
+template <class... Args>
+[[noreturn]] void fail(ErrorCode code, fmt::format_string<Args...> format, Args&&... args) {
+  throw Error(code, fmt::format(format, std::forward<Args>(args)...));
+}
 
 constexpr int kExitBadInput = 1;
 constexpr int kExitUsage = 2;
@@ -66,28 +71,18 @@ struct Feeds {
   }
 };
 
-const ValueInfo& find_input(const Model& model, std::string_view name) {
-  for (const auto& in : model.inputs()) {
-    if (in.name == name) return in;
-  }
-  std::vector<std::string_view> known;
-  for (const auto& in : model.inputs()) known.push_back(in.name);
-  detail::fail(ErrorCode::kInvalidArgument, "unknown input '{}'; the model's inputs are: {}", name,
-               fmt::join(known, ", "));
-}
-
 DType declared_dtype(const ValueInfo& in, std::string_view spec) {
   if (in.dtype) return *in.dtype;
   if (in.onnx_type == 0) {
-    detail::fail(ErrorCode::kInvalidArgument,
-                 "input '{}' declares no type, so '{}' cannot make a value for it; give a .npy or "
-                 ".pb file",
-                 in.name, spec);
+    fail(ErrorCode::kInvalidArgument,
+         "input '{}' declares no type, so '{}' cannot make a value for it; give a .npy or "
+         ".pb file",
+         in.name, spec);
   }
-  detail::fail(ErrorCode::kInvalidArgument,
-               "input '{}' has type {}, which cumulus does not run, so '{}' cannot make a value "
-               "for it",
-               in.name, onnx::onnx_type_name(in.onnx_type), spec);
+  fail(ErrorCode::kInvalidArgument,
+       "input '{}' has type {}, which cumulus does not run, so '{}' cannot make a value "
+       "for it",
+       in.name, onnx::onnx_type_name(in.onnx_type), spec);
 }
 
 Shape parse_dims(std::string_view text, std::string_view spec) {
@@ -117,7 +112,7 @@ Tensor random_tensor(const std::string& input, DType dtype, Shape shape, std::mt
     try {
       return Tensor(dtype, std::move(shape));
     } catch (const Error& e) {
-      detail::fail(e.code(), "input '{}': {}", input, e.what());
+      fail(e.code(), "input '{}': {}", input, e.what());
     }
   }();
   visit_dtype(dtype, [&]<class T>(T) {
@@ -173,7 +168,7 @@ Feeds make_feeds(const Model& model, const std::vector<std::string>& specs, uint
     const std::string_view value = std::string_view(spec).substr(eq + 1);
     if (!seen.insert(name).second)
       throw UsageError(fmt::format("--input '{}' is given twice", name));
-    const ValueInfo& in = find_input(model, name);
+    const ValueInfo& in = model.input(name);
     Tensor t;
     if (value.starts_with("random:")) {
       t = random_tensor(name, declared_dtype(in, spec), parse_dims(value.substr(7), spec), rng);
@@ -216,34 +211,33 @@ int run_command(const std::string& model_path, const std::vector<std::string>& i
     const bool pb = format == "pb" || outputs[i].dtype() == DType::kBFloat16;
     fs::path path = fs::path(output_dir) / (file_stem(name) + (pb ? ".pb" : ".npy"));
     if (const auto [it, fresh] = taken.emplace(path, name); !fresh) {
-      detail::fail(ErrorCode::kInvalidArgument,
-                   "outputs '{}' and '{}' would both be written to '{}' (file names keep only "
-                   "letters, digits, '.', '_' and '-')",
-                   it->second, name, path.string());
+      fail(ErrorCode::kInvalidArgument,
+           "outputs '{}' and '{}' would both be written to '{}' (file names keep only "
+           "letters, digits, '.', '_' and '-')",
+           it->second, name, path.string());
     }
     try {
       files.emplace_back(std::move(path), pb ? onnx::serialize_tensor_proto(outputs[i], name)
                                              : onnx::serialize_npy(outputs[i]));
     } catch (const std::bad_alloc&) {
-      detail::fail(ErrorCode::kLimit, "not enough memory to serialise output '{}' ({} bytes)", name,
-                   outputs[i].nbytes());
+      fail(ErrorCode::kLimit, "not enough memory to serialise output '{}' ({} bytes)", name,
+           outputs[i].nbytes());
     }
   }
   for (const auto& [path, bytes] : files) {
     if (fs::is_directory(path)) {
-      detail::fail(ErrorCode::kIo, "cannot write '{}': a folder of that name is in the way",
-                   path.string());
+      fail(ErrorCode::kIo, "cannot write '{}': a folder of that name is in the way", path.string());
     }
   }
   std::error_code ec;
   fs::create_directories(output_dir, ec);
   if (ec) {
-    detail::fail(ErrorCode::kIo, "cannot create output folder '{}': {}", output_dir, ec.message());
+    fail(ErrorCode::kIo, "cannot create output folder '{}': {}", output_dir, ec.message());
   }
   for (std::size_t i = 0; i < files.size(); ++i) {
     onnx::write_file_atomic(files[i].first, files[i].second);
     std::cout << fmt::format("wrote {} ({}, shape {})\n", files[i].first.string(),
-                             dtype_name(outputs[i].dtype()), format_shape(outputs[i].shape()));
+                             dtype_name(outputs[i].dtype()), onnx::shape_tuple(outputs[i].shape()));
   }
   return 0;
 }
@@ -358,14 +352,12 @@ int test_command(const std::vector<std::string>& dirs) {
         if (fs::exists(e.path() / "model.onnx")) found.push_back(e.path());
       }
       if (found.empty()) {
-        detail::fail(ErrorCode::kInvalidArgument, "'{}' holds no model.onnx, nor folders that do",
-                     d);
+        fail(ErrorCode::kInvalidArgument, "'{}' holds no model.onnx, nor folders that do", d);
       }
       std::sort(found.begin(), found.end());
       cases.insert(cases.end(), found.begin(), found.end());
     } else {
-      detail::fail(ErrorCode::kIo, "'{}' {}", d,
-                   fs::exists(dir) ? "is not a folder" : "does not exist");
+      fail(ErrorCode::kIo, "'{}' {}", d, fs::exists(dir) ? "is not a folder" : "does not exist");
     }
   }
   int passed = 0, failed = 0;

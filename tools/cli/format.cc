@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cumulus/dtype.h"
+#include "cumulus/onnx.h"
 
 namespace cumulus::cli {
 namespace {
@@ -539,21 +540,11 @@ std::string format_array(ConstTensorView t) {
   return ArrayLayout(t.shape, words, summarize).render();
 }
 
-std::string format_shape(std::span<const int64_t> shape) {
-  std::string text = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  if (shape.size() == 1) text += ',';
-  return text + ")";
-}
-
 std::string format_named(std::string_view name, ConstTensorView t, int indent) {
   const std::string margin(static_cast<std::size_t>(std::max(indent, 0)), ' ');
   std::string text = margin;
   text += name;
-  text += ": shape=" + format_shape(t.shape) + ", dtype=";
+  text += ": shape=" + onnx::shape_tuple(t.shape) + ", dtype=";
   text += dtype_name(t.dtype);
   text += '\n';
   const std::string array = format_array(t);

@@ -17,9 +17,6 @@ namespace cumulus::cli {
 // own shortest digits.
 std::string format_array(ConstTensorView t);
 
-// NumPy's shape tuple: "()", "(5,)", "(2, 3)".
-std::string format_shape(std::span<const int64_t> shape);
-
 // A block of the operator pages: "name: shape=(2, 3), dtype=float64\n" indented by `indent`
 // spaces, then the array's lines indented by `indent + 2` (blank lines stay empty), each line
 // ending in a newline.

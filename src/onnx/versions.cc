@@ -1,12 +1,16 @@
 // Which operator versions exist and which element types each accepts, as the ONNX pages list.
+#include <algorithm>
 #include <array>
+#include <string_view>
+#include <vector>
 
 #include "core/fail.h"
-#include "cumulus/ops.h"
+#include "cumulus/onnx.h"
 
-namespace cumulus {
+namespace cumulus::onnx {
 namespace {
 
+using detail::fail;
 using enum DType;
 constexpr std::array kCumSum11{kFloat32, kFloat64, kInt32, kInt64, kUInt32, kUInt64};
 constexpr std::array kCumSum14{kBFloat16, kFloat64, kFloat32, kFloat16,
@@ -16,29 +20,16 @@ constexpr std::array kSum13{kBFloat16, kFloat16, kFloat32, kFloat64};
 
 }  // namespace
 
-std::string_view op_name(OpKind op) noexcept {
-  switch (op) {
-    case OpKind::kCumSum:
-      return "CumSum";
-    case OpKind::kCumProd:
-      return "CumProd";
-    case OpKind::kSum:
-      break;
-  }
-  return "Sum";
-}
-
 int op_version(OpKind op, int64_t opset) {
   if (opset > kMaxOpset) {
-    detail::fail(ErrorCode::kUnsupported,
-                 "{}: opset {} is newer than cumulus knows (the newest it implements is {})",
-                 op_name(op), opset, kMaxOpset);
+    fail(ErrorCode::kUnsupported,
+         "{}: opset {} is newer than cumulus knows (the newest it implements is {})", op_name(op),
+         opset, kMaxOpset);
   }
   const int64_t first = op == OpKind::kCumSum ? 11 : op == OpKind::kCumProd ? 26 : 1;
   if (opset < first) {
-    detail::fail(ErrorCode::kInvalidArgument,
-                 "{} does not exist at opset {} (it was added in opset {})", op_name(op), opset,
-                 first);
+    fail(ErrorCode::kInvalidArgument, "{} does not exist at opset {} (it was added in opset {})",
+         op_name(op), opset, first);
   }
   switch (op) {
     case OpKind::kCumSum:
@@ -68,8 +59,8 @@ void check_dtype(OpKind op, int version, DType dtype) {
   if (std::find(allowed.begin(), allowed.end(), dtype) != allowed.end()) return;
   std::vector<std::string_view> names;
   for (DType t : allowed) names.push_back(dtype_name(t));
-  detail::fail(ErrorCode::kInvalidArgument, "{}-{}: type {} is not supported (allowed: {})",
-               op_name(op), version, dtype_name(dtype), fmt::join(names, ", "));
+  fail(ErrorCode::kInvalidArgument, "{}-{}: type {} is not supported (allowed: {})", op_name(op),
+       version, dtype_name(dtype), fmt::join(names, ", "));
 }
 
-}  // namespace cumulus
+}  // namespace cumulus::onnx

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -42,7 +43,9 @@ py::module_& numpy() {
 // ---- NumPy ----------------------------------------------------------------------------------
 
 std::optional<DType> dtype_of_numpy(const py::detail::PyArrayDescr_Proxy* d, py::handle descr) {
-  const std::string code = fmt::format("{}{}", d->kind, d->elsize);
+  // The code ("f4"), formatted without allocating: every input needs it.
+  char text[16] = {d->kind};
+  const std::string_view code(text, std::to_chars(text + 1, text + sizeof text, d->elsize).ptr);
   for (DType t : kAllDTypes) {
     if (dtype_info(t).npy_code == code) return t;
   }

@@ -7,6 +7,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -46,6 +48,36 @@ class Dims {
   std::array<int64_t, kInline> inline_{};
   std::vector<int64_t> heap_;
   std::size_t size_ = 0;
+};
+
+// `size` copies of a value: in place up to kInline, on the heap beyond; for the per-input
+// state of a call, as most calls have few inputs.
+template <class T, std::size_t kInline>
+class SmallArray {
+ public:
+  SmallArray(std::size_t size, const T& value) : size_(size) {
+    if (size > kInline) {
+      heap_.assign(size, value);
+    } else {
+      std::uninitialized_fill_n(inline_data(), size, value);
+    }
+  }
+  SmallArray(const SmallArray&) = delete;
+  SmallArray& operator=(const SmallArray&) = delete;
+  ~SmallArray() {
+    if (size_ <= kInline) std::destroy_n(inline_data(), size_);
+  }
+  std::size_t size() const { return size_; }
+  T* begin() { return size_ > kInline ? heap_.data() : inline_data(); }
+  T* end() { return begin() + size_; }
+  T& operator[](std::size_t i) { return begin()[i]; }
+  operator std::span<const T>() { return {begin(), size_}; }  // NOLINT
+
+ private:
+  T* inline_data() { return std::launder(reinterpret_cast<T*>(storage_)); }
+  alignas(T) unsigned char storage_[kInline * sizeof(T)];
+  std::vector<T> heap_;
+  std::size_t size_;
 };
 
 // A strided array in memory that Python owns.

@@ -122,23 +122,40 @@ std::string_view input_name(std::size_t k) {
   return other;
 }
 
+// Below this many elements in all (inputs and result), the work takes less time than giving up
+// and taking back the GIL would.
+constexpr int64_t kKeepGilElements = 16 * 1024;
+
+// The element count of `shape` (valid dimensions), or kKeepGilElements if that is less; never
+// overflows.
+int64_t capped_count(std::span<const int64_t> shape) {
+  if (std::ranges::find(shape, 0) != shape.end()) return 0;
+  int64_t n = 1;
+  for (const int64_t d : shape) n = std::min(kKeepGilElements, n * std::min(d, kKeepGilElements));
+  return n;
+}
+
 py::object sum_arrays(const py::args& arrays, const py::object& out) {
-  std::vector<Operand> ins;
-  ins.reserve(arrays.size());
-  for (std::size_t k = 0; k < arrays.size(); ++k) {
-    ins.push_back(input_operand(arrays[k], "Sum", input_name(k)));
+  SmallArray<Operand, 4> ins(arrays.size(), Operand{});
+  for (std::size_t k = 0; k < ins.size(); ++k) {
+    ins[k] = input_operand(arrays[k], "Sum", input_name(k));
   }
-  std::vector<ConstTensorView> views;
-  views.reserve(ins.size());
-  if (!ins.empty()) {
-    // Types first, on scalar stand-ins (which always broadcast): what fails here is a type.
-    for (const Operand& in : ins) views.emplace_back(in.dtype, std::span<const int64_t>{}, nullptr);
+  const DType dtype = ins.size() > 0 ? ins[0].dtype : DType::kFloat32;
+  SmallArray<ConstTensorView, 4> views(ins.size(), {dtype, {}, nullptr});
+  // Types first, on scalar stand-ins (which always broadcast): what fails here is a type. Only
+  // mixed or non-floating types can fail.
+  if (std::ranges::any_of(ins, [&](const Operand& in) { return in.dtype != dtype; }) ||
+      (ins.size() > 0 && !is_floating(dtype))) {
+    for (std::size_t k = 0; k < ins.size(); ++k) views[k].dtype = ins[k].dtype;
     as_type_error([&] { sum_shape(views); });
-    views.clear();
   }
-  for (const Operand& in : ins) views.push_back(in.view());
-  const Shape shape = sum_shape(views);
-  const DType dtype = ins[0].dtype;
+  int64_t elements = 0;
+  for (std::size_t k = 0; k < ins.size(); ++k) {
+    views[k] = ins[k].view();
+    elements += capped_count(ins[k].shape);
+  }
+  Shape shape = sum_shape(views);
+  elements += capped_count(shape);
   std::optional<Operand> target;
   if (!out.is_none()) {
     target = output_operand(out, "Sum");
@@ -152,7 +169,8 @@ py::object sum_arrays(const py::args& arrays, const py::object& out) {
       });
   Tensor result;
   {
-    py::gil_scoped_release release;
+    std::optional<py::gil_scoped_release> release;
+    if (elements >= kKeepGilElements) release.emplace();
     std::vector<Tensor> copies;
     for (std::size_t k = 0; k < ins.size(); ++k) {
       if (ins[k].dense) continue;
@@ -163,7 +181,7 @@ py::object sum_arrays(const py::args& arrays, const py::object& out) {
     if (direct) {
       sum(views, {dtype, shape, target->data});
     } else {
-      Tensor y(dtype, shape);
+      Tensor y(dtype, std::move(shape));
       sum(views, y.view());
       if (target) {
         scatter(y.view(), *target);

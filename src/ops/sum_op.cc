@@ -26,18 +26,38 @@ InputName input_name(std::size_t k) {
   return name;
 }
 
-// The loop nest after broadcasting and coalescing: dims[d], and the element stride of input k
-// along dimension d at strides[d * inputs + k] (0 where the input is broadcast).
+// `size` elements, zeroed: in place up to kInline, on the heap beyond. Most calls have few
+// inputs of low rank, and these buffers then cost no allocation.
+template <class T, std::size_t kInline>
+class Buffer {
+ public:
+  explicit Buffer(std::size_t size) : size_(size) {
+    if (size > kInline) heap_.resize(size);
+  }
+  std::size_t size() const { return size_; }
+  T* data() { return size_ > kInline ? heap_.data() : inline_; }
+  const T* data() const { return size_ > kInline ? heap_.data() : inline_; }
+  T& operator[](std::size_t i) { return data()[i]; }
+  const T& operator[](std::size_t i) const { return data()[i]; }
+
+ private:
+  T inline_[kInline] = {};
+  std::vector<T> heap_;
+  std::size_t size_;
+};
+
+// The loop nest after broadcasting and coalescing: dims[d] for d < rank, and the element stride
+// of input k along dimension d at strides[d * inputs + k] (0 where the input is broadcast).
 struct SumPlan {
-  std::size_t inputs = 0;
-  std::vector<std::size_t> dims;
-  std::vector<std::size_t> strides;
+  std::size_t inputs, rank = 0;
+  Buffer<std::size_t, 8> dims;
+  Buffer<std::size_t, 32> strides;
   std::size_t stride(std::size_t d, std::size_t k) const { return strides[d * inputs + k]; }
 };
 
 SumPlan plan_sum(std::span<const ConstTensorView> inputs, std::span<const int64_t> out) {
   const std::size_t n = inputs.size(), rank = out.size();
-  std::vector<std::size_t> full(rank * n, 0);
+  Buffer<std::size_t, 32> full(rank * n);
   for (std::size_t k = 0; k < n; ++k) {
     const auto& shape = inputs[k].shape;
     std::size_t stride = 1;
@@ -49,48 +69,38 @@ SumPlan plan_sum(std::span<const ConstTensorView> inputs, std::span<const int64_
     }
   }
   // Dimension d folds into the one before it when every input steps through both as one run.
-  SumPlan plan{n, {}, {}};
+  // A scalar result keeps one dimension of 1, its strides 0.
+  const std::size_t most = std::max<std::size_t>(rank, 1);
+  SumPlan plan{n, 0, Buffer<std::size_t, 8>(most), Buffer<std::size_t, 32>(most * n)};
   for (std::size_t d = 0; d < rank; ++d) {
     const auto dim = static_cast<std::size_t>(out[d]);
     if (dim == 1) continue;
     const std::size_t* next = &full[d * n];
-    bool merge = !plan.dims.empty();
+    bool merge = plan.rank > 0;
     for (std::size_t k = 0; merge && k < n; ++k)
-      merge = plan.strides[plan.strides.size() - n + k] == next[k] * dim;
+      merge = plan.stride(plan.rank - 1, k) == next[k] * dim;
     if (merge) {
-      plan.dims.back() *= dim;
-      std::copy(next, next + n, plan.strides.end() - static_cast<std::ptrdiff_t>(n));
+      plan.dims[plan.rank - 1] *= dim;
     } else {
-      plan.dims.push_back(dim);
-      plan.strides.insert(plan.strides.end(), next, next + n);
+      plan.dims[plan.rank++] = dim;
     }
+    std::copy(next, next + n, &plan.strides[(plan.rank - 1) * n]);
   }
-  if (plan.dims.empty()) {  // a scalar result
-    plan.dims.push_back(1);
-    plan.strides.assign(n, 0);
-  }
+  if (plan.rank == 0) plan.dims[plan.rank++] = 1;
   return plan;
 }
 
-// Holds the per-row operand pointers; inputs beyond the inline capacity go to the heap.
-class RowOperands {
- public:
-  explicit RowOperands(std::size_t n) {
-    if (n > kInline) heap_.resize(n);
-  }
-  const void** data() { return heap_.empty() ? inline_ : heap_.data(); }
-
- private:
-  static constexpr std::size_t kInline = 16;
-  const void* inline_[kInline] = {};
-  std::vector<const void*> heap_;
+// The broadcast shape: the last `rank` of `dims`, which has room for the largest input rank.
+struct Broadcast {
+  Buffer<int64_t, 8> dims;
+  std::size_t rank;
+  std::span<const int64_t> shape() const { return {dims.data() + dims.size() - rank, rank}; }
 };
 
-}  // namespace
-
-Shape sum_shape(std::span<const ConstTensorView> inputs, SumOptions options) {
+Broadcast broadcast(std::span<const ConstTensorView> inputs, SumOptions options) {
   if (inputs.empty()) detail::fail(ErrorCode::kInvalidArgument, "Sum: needs at least one input");
   const DType dtype = inputs[0].dtype;
+  std::size_t most = 0;
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     if (inputs[k].dtype != dtype) {
       detail::fail(ErrorCode::kInvalidArgument,
@@ -99,6 +109,7 @@ Shape sum_shape(std::span<const ConstTensorView> inputs, SumOptions options) {
                    input_name(k).view(), dtype_name(inputs[k].dtype), dtype_name(dtype));
     }
     element_count(inputs[k].shape);
+    most = std::max(most, inputs[k].shape.size());
   }
   if (!is_floating(dtype)) {
     std::vector<std::string_view> floating;
@@ -110,37 +121,50 @@ Shape sum_shape(std::span<const ConstTensorView> inputs, SumOptions options) {
                  dtype_name(dtype), fmt::join(floating, ", "));
   }
 
-  Shape out(inputs[0].shape.begin(), inputs[0].shape.end());
+  // Leading dimensions wait as 1 until an input of that rank arrives.
+  Broadcast b{Buffer<int64_t, 8>(most), inputs[0].shape.size()};
+  std::fill_n(b.dims.data(), most, 1);
+  std::ranges::copy(inputs[0].shape, b.dims.data() + most - b.rank);
   for (std::size_t k = 1; k < inputs.size(); ++k) {
     const auto& shape = inputs[k].shape;
     if (!options.broadcast) {
-      if (!std::ranges::equal(shape, out)) {
+      if (!std::ranges::equal(shape, b.shape())) {
         detail::fail(ErrorCode::kInvalidArgument,
                      "Sum: input '{}' has shape {} but input 'data_0' has shape {}; Sum-1 and "
                      "Sum-6 do not broadcast (Sum-8 and later do)",
-                     input_name(k).view(), shape_string(shape), shape_string(out));
+                     input_name(k).view(), shape_string(shape), shape_string(b.shape()));
       }
       continue;
     }
-    if (shape.size() > out.size()) out.insert(out.begin(), shape.size() - out.size(), 1);
+    b.rank = std::max(b.rank, shape.size());
+    int64_t* out = b.dims.data() + most;
     for (std::size_t i = 0; i < shape.size(); ++i) {
-      int64_t& o = out[out.size() - 1 - i];
+      int64_t& o = out[-1 - static_cast<std::ptrdiff_t>(i)];
       const int64_t d = shape[shape.size() - 1 - i];
       if (d == o || d == 1) continue;
       if (o != 1) {
         detail::fail(ErrorCode::kInvalidArgument,
                      "Sum: input '{}' of shape {} cannot be broadcast with shape {} of the inputs "
                      "before it (dimension {} from the end: {} vs {})",
-                     input_name(k).view(), shape_string(shape), shape_string(out), i + 1, d, o);
+                     input_name(k).view(), shape_string(shape), shape_string(b.shape()), i + 1, d,
+                     o);
       }
       o = d;
     }
   }
-  return out;
+  return b;
+}
+
+}  // namespace
+
+Shape sum_shape(std::span<const ConstTensorView> inputs, SumOptions options) {
+  const Broadcast b = broadcast(inputs, options);
+  return Shape(b.shape().begin(), b.shape().end());
 }
 
 void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions options) {
-  const Shape out = sum_shape(inputs, options);
+  const Broadcast shape = broadcast(inputs, options);
+  const std::span<const int64_t> out = shape.shape();
   if (y.dtype != inputs[0].dtype) {
     detail::fail(ErrorCode::kInvalidArgument,
                  "Sum: output 'sum' has type {} but the inputs have type {}", dtype_name(y.dtype),
@@ -172,12 +196,12 @@ void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions optio
   const detail::Tuning tuning = detail::tuning();
   const std::size_t row_tile = tuning.sum_row_tile;
   const SumPlan plan = plan_sum(inputs, out);
-  const std::size_t rank = plan.dims.size();
-  const std::size_t inner = plan.dims.back();
+  const std::size_t rank = plan.rank;
+  const std::size_t inner = plan.dims[rank - 1];
   const std::size_t rows = static_cast<std::size_t>(count) / inner;
   const std::size_t tiles = (inner + row_tile - 1) / row_tile;
   const std::size_t item = dtype_size(y.dtype);
-  std::vector<unsigned char> steps(inputs.size());
+  Buffer<unsigned char, 16> steps(inputs.size());
   for (std::size_t k = 0; k < inputs.size(); ++k) steps[k] = plan.stride(rank - 1, k) == 0 ? 0 : 1;
   const detail::SumKernel kernel = tuning.kernel_table().sum[static_cast<int>(y.dtype)];
   const bool stream = out_bytes >= tuning.stream_bytes;
@@ -185,7 +209,7 @@ void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions optio
   const std::size_t grain =
       std::max<std::size_t>(1, tuning.min_chunk_elements / std::min(inner, row_tile));
   detail::parallel_for(rows * tiles, grain, [&](std::size_t begin, std::size_t end) {
-    RowOperands operands(inputs.size());
+    Buffer<const void*, 16> operands(inputs.size());
     const void** ptrs = operands.data();
     for (std::size_t task = begin; task < end; ++task) {
       const std::size_t row = task / tiles;

@@ -1,6 +1,7 @@
 // CumSum and CumProd: one unit, parameterised by the operator, for scans along an axis.
 #include "core/fail.h"
 #include "onnx/op_units.h"
+#include "ops/checks.h"
 
 namespace cumulus::onnx {
 namespace {
@@ -30,9 +31,9 @@ void check_scan(const NodeCheck& node, NodePlan& plan) {
   const int32_t axis_type = node.types[ins[1]];
   const std::optional<DType> axis_dtype = dtype_from_onnx(axis_type);
   if (axis_type != 0 && !(axis_dtype && is_axis_dtype(*axis_dtype))) {
-    fail(ErrorCode::kInvalidArgument,
-         "{}: input 'axis' must be int32 or int64, not {} (tensor '{}' in node {})", versioned,
-         onnx_type_name(axis_type), node.names[ins[1]], node.label);
+    detail::fail_axis_type(
+        versioned, onnx_type_name(axis_type),
+        fmt::format(" (tensor '{}' in node {})", node.names[ins[1]], node.label));
   }
   for (const auto& a : node.node.attribute()) {
     if (a.name() != "exclusive" && a.name() != "reverse") {

@@ -1,6 +1,7 @@
 // Sum: the element-wise sum of one or more inputs, broadcast from version 8.
 #include "core/fail.h"
 #include "onnx/op_units.h"
+#include "ops/checks.h"
 
 namespace cumulus::onnx {
 namespace {
@@ -19,10 +20,9 @@ void check_sum(const NodeCheck& node, NodePlan& plan) {
     plan.formals.push_back(fmt::format("data_{}", k));
     check_input_type(node, OpKind::kSum, version, k, plan.formals.back());
     if (type_of(k) != 0 && type_of(0) != 0 && type_of(k) != type_of(0)) {
-      fail(ErrorCode::kInvalidArgument,
-           "{}: input 'data_{}' has type {} but input 'data_0' has type {}; all inputs must "
-           "have one type (node {})",
-           versioned, k, onnx_type_name(type_of(k)), onnx_type_name(type_of(0)), node.label);
+      detail::fail_sum_type_mismatch(versioned, k, onnx_type_name(type_of(k)),
+                                     onnx_type_name(type_of(0)),
+                                     fmt::format(" (node {})", node.label));
     }
   }
   for (const auto& a : node.node.attribute()) {

@@ -22,4 +22,11 @@ void check_no_partial_overlap(std::string_view op, std::string_view out_name, co
 // Throws when a non-empty view has no data.
 void check_data(std::string_view op, std::string_view name, const void* data, int64_t count);
 
+// The type rules the ops check on tensors and the ONNX front end on declared types, worded once.
+// `where` ends the message: the front end names the tensor and the node, the ops nothing.
+[[noreturn]] void fail_axis_type(std::string_view op, std::string_view type,
+                                 std::string_view where = {});
+[[noreturn]] void fail_sum_type_mismatch(std::string_view op, std::size_t k, std::string_view type,
+                                         std::string_view first_type, std::string_view where = {});
+
 }  // namespace cumulus::detail

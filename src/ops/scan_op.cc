@@ -26,6 +26,11 @@ void check_no_partial_overlap(std::string_view op, std::string_view out_name, co
   }
 }
 
+void fail_axis_type(std::string_view op, std::string_view type, std::string_view where) {
+  fail(ErrorCode::kInvalidArgument, "{}: input 'axis' must be int32 or int64, not {}{}", op, type,
+       where);
+}
+
 void check_data(std::string_view op, std::string_view name, const void* data, int64_t count) {
   if (data == nullptr && count > 0) {
     fail(ErrorCode::kInvalidArgument, "{}: '{}' has {} elements but no data", op, name, count);
@@ -176,8 +181,7 @@ Tensor cumprod(ConstTensorView x, int64_t axis, ScanOptions options) {
 int64_t scan_axis(OpKind op, ConstTensorView axis) {
   const std::string_view name = op_name(op);
   if (!is_axis_dtype(axis.dtype)) {
-    detail::fail(ErrorCode::kInvalidArgument, "{}: input 'axis' must be int32 or int64, not {}",
-                 name, dtype_name(axis.dtype));
+    detail::fail_axis_type(name, dtype_name(axis.dtype));
   }
   const bool scalar_like = axis.shape.empty() || (axis.shape.size() == 1 && axis.shape[0] == 1);
   if (!scalar_like) {

@@ -11,6 +11,15 @@
 #include "ops/tuning.h"
 
 namespace cumulus {
+
+void detail::fail_sum_type_mismatch(std::string_view op, std::size_t k, std::string_view type,
+                                    std::string_view first_type, std::string_view where) {
+  fail(ErrorCode::kInvalidArgument,
+       "{}: input 'data_{}' has type {} but input 'data_0' has type {}; all inputs must have one "
+       "type{}",
+       op, k, type, first_type, where);
+}
+
 namespace {
 
 // "data_<k>", formatted without allocating: the checks name every input on every call.
@@ -103,10 +112,7 @@ Broadcast broadcast(std::span<const ConstTensorView> inputs, SumOptions options)
   std::size_t most = 0;
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     if (inputs[k].dtype != dtype) {
-      detail::fail(ErrorCode::kInvalidArgument,
-                   "Sum: input '{}' has type {} but input 'data_0' has type {}; all inputs must "
-                   "have one type",
-                   input_name(k).view(), dtype_name(inputs[k].dtype), dtype_name(dtype));
+      detail::fail_sum_type_mismatch("Sum", k, dtype_name(inputs[k].dtype), dtype_name(dtype));
     }
     element_count(inputs[k].shape);
     most = std::max(most, inputs[k].shape.size());

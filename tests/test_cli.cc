@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli_runner.h"
 #include "cumulus/error.h"
 #include "cumulus/onnx.h"
 #include "model_builder.h"
@@ -39,50 +40,9 @@ using namespace model_builder;
 
 // ---- Running the executable ---------------------------------------------------------------------
 
-struct Result {
-  int status = -1;  // the exit status; -1 when it did not exit normally
-  int signal = 0;   // the signal that ended it, if one did
-  std::string out, err;
-};
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      q += "'\\''";
-    } else {
-      q += c;
-    }
-  }
-  return q + "'";
-}
-
-std::string read_all(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-// Runs `cumulus args...` with stdout and stderr captured separately; `env` ("NAME=value") is
-// added to the environment.
-Result cli(const std::vector<std::string>& args, const std::string& env = "") {
-  static const TempDir capture;
-  static int calls = 0;
-  const fs::path out = capture / fmt::format("out{}", calls);
-  const fs::path err = capture / fmt::format("err{}", calls);
-  ++calls;
-  std::string command =
-      (env.empty() ? "" : "env " + shell_quote(env) + " ") + shell_quote(CUMULUS_CLI);
-  for (const auto& a : args) command += " " + shell_quote(a);
-  command += " >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string()) + " </dev/null";
-  const int raw = std::system(command.c_str());
-  Result r;
-  r.status = raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = read_all(out);
-  r.err = read_all(err);
-  return r;
-}
+using cli_runner::cli;
+using cli_runner::read_all;
+using cli_runner::Result;
 
 // A cumulus process started without a shell, so a test can limit it and signal it.
 struct Child {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_runner.h"
 #include "model_builder.h"
 
 namespace cumulus {
@@ -24,35 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 using namespace model_builder;
 
-struct Result {
-  int status = -1;  // the exit status; -1 when it did not exit normally
-  std::string out, err;
-};
-
-std::string read_all(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-// Runs `[env] cumulus args...` (no argument may hold a single quote) with its output captured.
-Result cli(const std::vector<std::string>& args, const std::string& env = "") {
-  static const TempDir capture;
-  static int calls = 0;
-  const fs::path out = capture / fmt::format("out{}", calls);
-  const fs::path err = capture / fmt::format("err{}", calls);
-  ++calls;
-  std::string command = (env.empty() ? "" : "env '" + env + "' ") + "'" + CUMULUS_CLI + "'";
-  for (const auto& a : args) command += " '" + a + "'";
-  command += " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
-  const int raw = std::system(command.c_str());
-  Result r;
-  r.status = raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = read_all(out);
-  r.err = read_all(err);
-  return r;
-}
+using cli_runner::cli;
+using cli_runner::read_all;
+using cli_runner::Result;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

@@ -20,6 +20,7 @@
 #include "cumulus/error.h"
 #include "cumulus/onnx.h"
 #include "model_builder.h"
+#include "untouched.h"
 
 namespace cumulus::onnx {
 namespace {
@@ -1143,29 +1144,6 @@ TEST(ModelErrors, LoadFromFile) {
   relu.write(dir / "relu.onnx");
   EXPECT_CUMULUS_ERROR(Model::load(dir / "relu.onnx"), HasSubstr("relu.onnx"), HasSubstr("Relu"));
 }
-
-// Address space that reads as zeros and is never touched: bytes larger than protobuf takes, at
-// no cost in memory.
-class Untouched {
- public:
-  explicit Untouched(std::size_t size)
-      : size_(size),
-        data_(
-            ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)) {}
-  Untouched(const Untouched&) = delete;
-  Untouched& operator=(const Untouched&) = delete;
-  ~Untouched() {
-    if (data_ != MAP_FAILED) ::munmap(data_, size_);
-  }
-  bool mapped() const { return data_ != MAP_FAILED; }
-  std::span<const std::byte> bytes(std::size_t n) const {
-    return {static_cast<const std::byte*>(data_), n};
-  }
-
- private:
-  std::size_t size_;
-  void* data_;
-};
 
 TEST(ModelErrors, LargerThanProtobufParses) {
   const Untouched memory(std::size_t{1} << 31);

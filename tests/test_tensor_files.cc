@@ -21,6 +21,7 @@
 #include "cumulus/error.h"
 #include "cumulus/onnx.h"
 #include "onnx/proto.h"
+#include "untouched.h"
 
 namespace cumulus::onnx {
 namespace {
@@ -442,30 +443,6 @@ TEST(TensorProto, TypedValuesOutsideTheirType) {
               throws_error(ErrorCode::kParse,
                            "TensorProto: uint64_data[0] = 4294967296 does not fit in uint32"));
 }
-
-// Address space that reads as zeros and is never touched: more bytes than protobuf takes, at no
-// cost in memory.
-class Untouched {
- public:
-  explicit Untouched(std::size_t size)
-      : size_(size),
-        data_(
-            ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)) {}
-  Untouched(const Untouched&) = delete;
-  Untouched& operator=(const Untouched&) = delete;
-  ~Untouched() {
-    if (data_ != MAP_FAILED) ::munmap(data_, size_);
-  }
-  bool mapped() const { return data_ != MAP_FAILED; }
-  const void* data() const { return data_; }
-  std::span<const std::byte> bytes(std::size_t n) const {
-    return {static_cast<const std::byte*>(data_), n};
-  }
-
- private:
-  std::size_t size_;
-  void* data_;
-};
 
 TEST(TensorProto, LargerThanProtobufParses) {
   const Untouched memory(std::size_t{1} << 31);

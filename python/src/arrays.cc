@@ -400,6 +400,29 @@ bool overlaps(const Operand& a, const Operand& b) {
   return a_lo < b_hi && b_lo < a_hi;
 }
 
+py::object numpy_result(const Operand& like, std::span<const int64_t> shape) {
+  int64_t count = 1;
+  bool overflow = false;
+  for (const int64_t d : shape) overflow |= __builtin_mul_overflow(count, d, &count);
+  std::size_t bytes = 0;
+  overflow |=
+      __builtin_mul_overflow(static_cast<std::size_t>(count), dtype_size(like.dtype), &bytes);
+  // Beyond the limit (or 64 bits), a tensor of the shape raises the library's own error.
+  if (overflow || bytes > memory_limit()) Tensor(like.dtype, Shape(shape.begin(), shape.end()));
+  static_assert(sizeof(Py_intptr_t) == sizeof(int64_t));
+  auto& api = py::detail::npy_api::get();
+  PyObject* array = api.PyArray_NewFromDescr_(
+      api.PyArray_Type_, like.numpy_dtype.inc_ref().ptr(), static_cast<int>(shape.size()),
+      const_cast<Py_intptr_t*>(reinterpret_cast<const Py_intptr_t*>(shape.data())), nullptr,
+      nullptr, 0, nullptr);
+  if (array == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(array);
+}
+
+std::byte* numpy_data(py::handle array) {
+  return reinterpret_cast<std::byte*>(py::detail::array_proxy(array.ptr())->data);
+}
+
 Tensor dense_copy(const Operand& in, std::span<const int64_t> shape) {
   Tensor t(in.dtype, Shape(shape.begin(), shape.end()));
   if (t.size() == 0) return t;

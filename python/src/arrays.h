@@ -118,6 +118,13 @@ Tensor dense_copy(const Operand& in, std::span<const int64_t> shape);
 // Writes C-ordered elements into the (strided) operand. Call without the GIL.
 void scatter(ConstTensorView from, const Operand& to);
 
+// A new C-ordered NumPy array of `shape` with the dtype of `like` (a NumPy operand), allocated by
+// NumPy, so that a result needs no tensor to own it; the library's checks on a tensor's size (the
+// memory limit, 64 bits) come first.
+py::object numpy_result(const Operand& like, std::span<const int64_t> shape);
+// The first element of a NumPy array.
+std::byte* numpy_data(py::handle array);
+
 // A result array of `kind`, owning the tensor's buffer (no copy). `like` gives the NumPy dtype
 // of a NumPy result when it has one.
 py::object wrap(Tensor&& result, Kind kind, const Operand* like);

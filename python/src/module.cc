@@ -167,6 +167,13 @@ py::object sum_arrays(const py::args& arrays, const py::object& out) {
         return !in.dense || !overlaps(in, *target) ||
                (in.data == target->data && std::ranges::equal(in.view().shape, shape));
       });
+  // A NumPy result is allocated by NumPy and summed into where it is.
+  py::object array;
+  std::byte* y_data = direct ? target->data : nullptr;
+  if (!target && ins[0].kind == Kind::kNumpy) {
+    array = numpy_result(ins[0], shape);
+    y_data = numpy_data(array);
+  }
   Tensor result;
   {
     std::optional<py::gil_scoped_release> release;
@@ -178,8 +185,8 @@ py::object sum_arrays(const py::args& arrays, const py::object& out) {
       copies[k] = dense_copy(ins[k], ins[k].shape);
       views[k].data = copies[k].raw();
     }
-    if (direct) {
-      sum(views, {dtype, shape, target->data});
+    if (y_data != nullptr) {
+      sum(views, {dtype, shape, y_data});
     } else {
       Tensor y(dtype, std::move(shape));
       sum(views, y.view());
@@ -191,6 +198,7 @@ py::object sum_arrays(const py::args& arrays, const py::object& out) {
     }
   }
   if (target) return out;
+  if (array) return array;
   return wrap(std::move(result), ins[0].kind, &ins[0]);
 }
 

@@ -153,6 +153,11 @@ def test_memory_limit():
     # The dense copy of a strided input counts too.
     with pytest.raises(MemoryError, match=r"shape \[500\] needs 4000 bytes"):
         cumulus.cumsum(np.zeros(1000)[::2], out=np.zeros(500))
+    # Sum's result for NumPy inputs, allocated by NumPy, is held to the limit as well.
+    raises(cumulus.LimitError, MemoryError,
+           "a float64 tensor of shape [1000] needs 8000 bytes (7.8 KiB), more than the memory "
+           "limit of 1000 bytes; the limit is set by CUMULUS_MEMORY_LIMIT or "
+           "cumulus::set_memory_limit", cumulus.sum, np.zeros(1000), np.zeros(1000))
     cumulus.set_memory_limit(1 << 40)
     assert cumulus.cumsum(np.ones(1000))[-1] == 1000
 

@@ -13,28 +13,13 @@
 #include <vector>
 
 #include "cumulus/ops.h"
+#include "error_of.h"
 
 namespace cumulus {
 namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-// Runs f, requires a cumulus::Error with `code`, and returns its message.
-template <class F>
-std::string error_of(F&& f, ErrorCode code = ErrorCode::kInvalidArgument) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(static_cast<int>(e.code()), static_cast<int>(code)) << e.what();
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not a cumulus::Error: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "no error raised";
-  return {};
-}
 
 Tensor iota_f32(Shape shape) {
   Tensor t(DType::kFloat32, std::move(shape));

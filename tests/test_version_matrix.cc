@@ -8,6 +8,7 @@
 #include <set>
 
 #include "cumulus/onnx.h"
+#include "error_of.h"
 #include "model_builder.h"
 
 namespace cumulus::onnx {
@@ -206,19 +207,6 @@ TEST(VersionMatrix, SumBroadcastsFromVersion8) {
     EXPECT_EQ(std::vector<float>(out[0].values<float>().begin(), out[0].values<float>().end()),
               want);
   }
-}
-
-// Runs f, requires a cumulus::Error with `code`, and returns its message.
-template <class F>
-std::string error_of(F&& f, ErrorCode code = ErrorCode::kInvalidArgument) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(static_cast<int>(e.code()), static_cast<int>(code)) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error raised";
-  return {};
 }
 
 TEST(VersionErrors, OperatorsAndOpsets) {

@@ -89,12 +89,16 @@ void ceiling_bench(benchmark::State& state, int inputs) {
   std::vector<const char*> src;
   for (int j = 0; j < inputs; ++j) src.push_back(base.get() + stride * static_cast<std::size_t>(j));
   char* dst = base.get() + stride * static_cast<std::size_t>(inputs);
+  std::memset(dst, 0, bytes);  // so that the check after the runs sees the kernel's work
   cumulus::bench::StreamTeam team(cumulus::num_threads());
   for (auto _ : state) {
     team.run(bytes, [&](std::size_t begin, std::size_t end) {
       cumulus::bench::stream_add(isa, dst, src.data(), inputs, begin, end);
     });
     benchmark::ClobberMemory();
+  }
+  if (!cumulus::bench::stream_output_ok(dst, bytes, inputs)) {
+    state.SkipWithError("the streaming kernel's output is wrong");
   }
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes) * (inputs + 1));
   state.SetLabel(std::string(cumulus::bench::stream_isa_name(isa)) + ", " +

@@ -173,6 +173,16 @@ inline void stream_add(StreamIsa isa, char* dst, const char* const* src, int k, 
 #endif
 }
 
+// Whether dst holds the sum of `inputs` buffers whose bytes are all 1: every byte equal to the
+// input count (mod 256). The timers fill their inputs so, zero the output and check it after
+// timing, so that a kernel that skipped work cannot pass for a fast one.
+inline bool stream_output_ok(const char* dst, std::size_t bytes, int inputs) {
+  for (std::size_t i = 0; i < bytes; ++i) {
+    if (static_cast<unsigned char>(dst[i]) != static_cast<unsigned char>(inputs)) return false;
+  }
+  return true;
+}
+
 // A fixed team of threads that runs fn(begin, end) over [0, bytes) in kStreamChunk chunks, each
 // thread taking the next chunk from a shared counter, as the library's pool does. The threads
 // live as long as the team, so a run pays no thread start.

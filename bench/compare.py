@@ -701,18 +701,21 @@ def main() -> int:
         meter.start()
         # The ceilings right before and right after cumulus (the memory bandwidth of a shared
         # host drifts from minute to minute); the faster of the two counts.
-        before = time_ceilings(args, timer_exe, w, shapes, iterations, warmup)
+        ceilings = "ceiling" not in args.skip
+        if ceilings:
+            before = time_ceilings(args, timer_exe, w, shapes, iterations, warmup)
         for key, cap, _ in runs:
             cells[key] = time_cumulus(args, w, shapes, model, iterations, warmup, cap)
             isas[key] = cells[key].extra.get("isa", isas[key])
             if cap and cells[key].ms is not None and isas[key] != cap:
                 notes.append(f"{label}, {labels[key]}: CUMULUS_ISA={cap} ran the "
                              f"{isas[key]} kernels")
-        after = time_ceilings(args, timer_exe, w, shapes, iterations, warmup)
-        cells["ceiling"] = best_of([before[0], after[0]])
-        cells["memcpy"] = best_of([before[1], after[1]])
-        ceiling_isa = cells["ceiling"].extra.get("isa", ceiling_isa)
-        if w.small:
+        if ceilings:
+            after = time_ceilings(args, timer_exe, w, shapes, iterations, warmup)
+            cells["ceiling"] = best_of([before[0], after[0]])
+            cells["memcpy"] = best_of([before[1], after[1]])
+            ceiling_isa = cells["ceiling"].extra.get("isa", ceiling_isa)
+        if ceilings and w.small:
             # Streaming stores write past the cache; a cached copy is the bound in cache.
             memcpy = cells["memcpy"]
             cells["ceiling"] = Cell(ms=memcpy.ms, error=memcpy.error,
@@ -736,7 +739,7 @@ def main() -> int:
         if other >= 0.1:
             notes.append(f"{label}: other processes used {other:.2f} CPUs on average while it "
                          "ran; its times may be disturbed")
-        drift = cells["ceiling"].extra.get("before_after_ms")
+        drift = cells.get("ceiling", Cell()).extra.get("before_after_ms")
         print("  " + "  ".join(f"{labels[k]} {fmt_ms(c)}" for k, c in cells.items())
               + (f"  (ceiling before/after {drift[0]:.3g}/{drift[1]:.3g})" if drift else "")
               + f"  (other processes: {other:.2f} CPUs)", file=sys.stderr, flush=True)
@@ -761,13 +764,15 @@ def main() -> int:
         f"{'wall time of session.run in Node' if args.ort_node_time else 'its profiler model_run'}"
         "); "
         f"NumPy {v['numpy']}; PyTorch {v['torch']}",
-        "- MB moved: input plus output bytes; ceiling: the streaming kernel of the same bytes "
-        f"({ceiling_isa}, non-temporal stores; a scan: a copy of its input, a Sum of K inputs of "
-        "the output's size: a K-input add), for the in-cache rows a memcpy; memcpy: a copy of "
-        f"half of the bytes; each the best of 1 and {args.threads} threads, timed just before "
-        "and just after cumulus, the faster of the two; % of ceiling = ceiling ms / cumulus ms; "
-        "% of memcpy = memcpy ms / cumulus ms; vs X = X ms / cumulus ms (above 1x: cumulus is "
-        "faster)",
+        "- MB moved: input plus output bytes; "
+        + ("ceiling and memcpy: left out (--skip ceiling); " if "ceiling" in args.skip else
+           "ceiling: the streaming kernel of the same bytes "
+           f"({ceiling_isa}, non-temporal stores; a scan: a copy of its input, a Sum of K inputs "
+           "of the output's size: a K-input add), for the in-cache rows a memcpy; memcpy: a copy "
+           f"of half of the bytes; each the best of 1 and {args.threads} threads, timed just "
+           "before and just after cumulus, the faster of the two; ")
+        + "% of ceiling = ceiling ms / cumulus ms; % of memcpy = memcpy ms / cumulus ms; "
+        "vs X = X ms / cumulus ms (above 1x: cumulus is faster)",
     ]
     table = render(rows, runs, header, notes)
     sys.stdout.write(table)

@@ -77,15 +77,17 @@ void ceiling_bench(benchmark::State& state, int inputs) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
   const auto isa = cumulus::bench::best_stream_isa();
   constexpr std::size_t kPage = 4096;
-  const std::size_t stride = (bytes + kPage - 1) / kPage * kPage;
+  const std::size_t stride = cumulus::bench::stream_stride(bytes);
+  // aligned_alloc takes whole multiples of the alignment.
+  const std::size_t region =
+      (stride * static_cast<std::size_t>(inputs + 1) + kPage - 1) / kPage * kPage;
   const std::unique_ptr<char, decltype(&std::free)> base(
-      static_cast<char*>(std::aligned_alloc(kPage, stride * static_cast<std::size_t>(inputs + 1))),
-      &std::free);
+      static_cast<char*>(std::aligned_alloc(kPage, region)), &std::free);
   if (!base) {
     state.SkipWithError("cannot allocate the buffers");
     return;
   }
-  std::memset(base.get(), 1, stride * static_cast<std::size_t>(inputs + 1));
+  std::memset(base.get(), 1, region);
   std::vector<const char*> src;
   for (int j = 0; j < inputs; ++j) src.push_back(base.get() + stride * static_cast<std::size_t>(j));
   char* dst = base.get() + stride * static_cast<std::size_t>(inputs);

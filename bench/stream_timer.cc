@@ -65,10 +65,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "stream_timer: INPUTS, THREADS and ITERATIONS must be positive\n");
     return 2;
   }
-  // One region holds the inputs and the output, each on its own pages; the memcpy copies its
-  // first half onto its second.
-  const std::size_t stride = round_up(std::max<std::size_t>(bytes, 1), kPage);
-  const std::size_t region = stride * static_cast<std::size_t>(inputs + 1) + kPage;
+  // One region holds the inputs and the output; the memcpy copies its first half onto its
+  // second, at the same stagger.
+  const std::size_t stride = cumulus::bench::stream_stride(bytes);
+  const std::size_t region =
+      round_up(stride * static_cast<std::size_t>(inputs + 1), kPage) + 2 * kPage;
   auto* base = static_cast<char*>(std::aligned_alloc(kPage, region));
   if (base == nullptr) {
     std::fprintf(stderr, "stream_timer: cannot allocate %zu bytes\n", region);
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
   for (int j = 0; j < inputs; ++j) src.push_back(base + stride * static_cast<std::size_t>(j));
   char* dst = base + stride * static_cast<std::size_t>(inputs);
   const std::size_t half = bytes * static_cast<std::size_t>(inputs + 1) / 2;
-  char* copy_dst = base + round_up(half, kPage);
+  char* copy_dst = base + round_up(half, kPage) + (stride - round_up(bytes, kPage));
 
   const auto isa = cumulus::bench::best_stream_isa();
   std::string stream_json, memcpy_json;

@@ -27,6 +27,16 @@ inline constexpr std::size_t kStreamChunk = std::size_t{128} << 10;
 // Buffers handed to the streaming kernels start on this boundary; chunks are multiples of it.
 inline constexpr std::size_t kStreamAlign = 64;
 
+// The distance between the starts of consecutive buffers of `bytes` in one allocation: whole
+// pages plus 17 lines, so that no two buffers share their offset within a page. Buffers a
+// power of two apart would make each load alias the stores and loads of the other streams
+// (4K aliasing, the same cache sets and DRAM banks) and hold the ceiling below what the memory
+// can do.
+inline std::size_t stream_stride(std::size_t bytes) {
+  constexpr std::size_t kPage = 4096, kStagger = 17 * kStreamAlign;
+  return (bytes + kPage - 1) / kPage * kPage + kStagger;
+}
+
 // sse2 is every x86-64 CPU (16-byte streaming stores); plain is any other CPU (ordinary stores).
 enum class StreamIsa { kPlain, kSse2, kAvx2, kAvx512 };
 

@@ -1,15 +1,19 @@
 // Google Benchmark over the kernel API: every operator x dtype x layout, from in-cache sizes to
 // 512 MB moved, reported in bytes per second (input plus output) next to a memcpy of the same
-// bytes in the same process. Run: build/bench/bench_kernels [--benchmark_filter=...]
+// bytes and the streaming ceilings (Ceiling/...) in the same process.
+// Run: build/bench/bench_kernels [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cumulus/ops.h"
+#include "streaming.h"
 
 namespace {
 
@@ -64,6 +68,63 @@ void memcpy_threads_bench(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(2 * bytes));
+}
+
+// The streaming ceilings (streaming.h): `inputs` buffers of `bytes` each, added into one more with
+// non-temporal stores (one input: a copy, the ceiling of a scan of `bytes`; K: of a Sum of K
+// same-shape inputs), on the kernels' thread count, chunks taken from a shared counter.
+void ceiling_bench(benchmark::State& state, int inputs) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  const auto isa = cumulus::bench::best_stream_isa();
+  constexpr std::size_t kPage = 4096;
+  const std::size_t stride = cumulus::bench::stream_stride(bytes);
+  // aligned_alloc takes whole multiples of the alignment.
+  const std::size_t region =
+      (stride * static_cast<std::size_t>(inputs + 1) + kPage - 1) / kPage * kPage;
+  const std::unique_ptr<char, decltype(&std::free)> base(
+      static_cast<char*>(std::aligned_alloc(kPage, region)), &std::free);
+  if (!base) {
+    state.SkipWithError("cannot allocate the buffers");
+    return;
+  }
+  std::memset(base.get(), 1, region);
+  std::vector<const char*> src;
+  for (int j = 0; j < inputs; ++j) src.push_back(base.get() + stride * static_cast<std::size_t>(j));
+  char* dst = base.get() + stride * static_cast<std::size_t>(inputs);
+  std::memset(dst, 0, bytes);  // so that the check after the runs sees the kernel's work
+  cumulus::bench::StreamTeam team(cumulus::num_threads());
+  for (auto _ : state) {
+    team.run(bytes, [&](std::size_t begin, std::size_t end) {
+      cumulus::bench::stream_add(isa, dst, src.data(), inputs, begin, end);
+    });
+    benchmark::ClobberMemory();
+  }
+  if (!cumulus::bench::stream_output_ok(dst, bytes, inputs)) {
+    state.SkipWithError("the streaming kernel's output is wrong");
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes) * (inputs + 1));
+  state.SetLabel(std::string(cumulus::bench::stream_isa_name(isa)) + ", " +
+                 std::to_string(team.threads()) + " threads");
+}
+
+void register_ceilings() {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  for (int64_t bytes : {16 * kMiB, 256 * kMiB}) {
+    benchmark::RegisterBenchmark("Ceiling/copy_nt", ceiling_bench, 1)
+        ->Arg(bytes)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  for (int inputs : {2, 3, 8}) {
+    for (int64_t bytes : {16 * kMiB, 64 * kMiB, 256 * kMiB}) {
+      if ((inputs + 1) * bytes > 2 * kMaxBytesMoved) continue;
+      benchmark::RegisterBenchmark(("Ceiling/sum_nt/x" + std::to_string(inputs)).c_str(),
+                                   ceiling_bench, inputs)
+          ->Arg(bytes)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
 }
 
 struct Layout {
@@ -257,6 +318,7 @@ int main(int argc, char** argv) {
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }
+  register_ceilings();
   register_scans();
   register_sums();
   register_compute();
@@ -264,6 +326,9 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("cumulus_isa", std::string(cumulus::kernel_isa()));
   benchmark::AddCustomContext("cumulus_threads", std::to_string(cumulus::num_threads()));
+  benchmark::AddCustomContext(
+      "ceiling_isa",
+      std::string(cumulus::bench::stream_isa_name(cumulus::bench::best_stream_isa())));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

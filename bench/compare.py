@@ -1,15 +1,16 @@
 #!/usr/bin/python3
-"""Compare cumulus with ONNX Runtime, NumPy, PyTorch and memcpy on the same workloads.
+"""Compare cumulus with ONNX Runtime, NumPy and PyTorch against the streaming ceiling.
 
 Run it with Debian's Python (/usr/bin/python3, where python3-numpy, python3-torch and python3-onnx
 install); see bench/README.md. For every workload it builds an ONNX model in a scratch directory,
-times it with `cumulus perf`, with ONNX Runtime (bench/ort_time.mjs on onnxruntime-node), with
-NumPy and with PyTorch (each in its own process), and times a memcpy that moves the same bytes
-(the input plus output bytes: a copy of half of them from one buffer to another) in the same run.
+times it with `cumulus perf` (optionally with the instruction set capped, --isa), with ONNX Runtime
+(bench/ort_time.mjs on onnxruntime-node), with NumPy and with PyTorch (each in its own process),
+and, in the same run, its streaming ceiling (bench/stream_timer.cc: a copy with non-temporal stores
+of a scan's input, or the K-input streaming add of a Sum's inputs) and a memcpy of half the bytes.
 It prints one markdown table and writes it to --out.
 
 Every runtime gets the same kind of inputs: uniform [-1, 1) for floating types, uniform integers in
-[-100, 100] for int32 (what `cumulus perf --input x=random:DIMS` makes), and the same thread count.
+[-100, 100] for the integer types (what `cumulus perf --input x=random:DIMS` makes), and the same thread count.
 Only the operator call is timed (the medians are of single runs, after warm-up runs).
 """
 
@@ -42,6 +43,7 @@ DTYPES = {
     "f16": (2, "FLOAT16", "float16", "float16", "float16"),
     "bf16": (2, "BFLOAT16", "bfloat16", None, "bfloat16"),
     "i32": (4, "INT32", "int32", "int32", "int32"),
+    "i64": (8, "INT64", "int64", "int64", "int64"),
 }
 
 
@@ -92,6 +94,15 @@ WORKLOADS = [
     Workload("sum-3", "Sum", "f32", [[4096, 16384]] * 3, [[256, 4096]] * 3),
     Workload("sum-broadcast", "Sum", "f32", [[4096, 16384], [16384], []], [[256, 4096], [4096], []]),
     Workload("sum-8", "Sum", "f32", [[1024, 16384]] * 8, [[64, 4096]] * 8),
+    # Rows of a language model's vocabulary (128256 entries), one per sequence of a batch of 32.
+    Workload("cumsum-f32-vocab", "CumSum", "f32", [[32, 128256]], [[2, 128256]], 1),
+    Workload("cumsum-f16-vocab", "CumSum", "f16", [[32, 128256]], [[2, 128256]], 1),
+    Workload("cumsum-bf16-vocab", "CumSum", "bf16", [[32, 128256]], [[2, 128256]], 1),
+    Workload("cumsum-i64-2d-axis1", "CumSum", "i64", [[4096, 8192]], [[64, 8192]], 1),
+    Workload("cumsum-f32-3d-axis1", "CumSum", "f32", [[8, 4096, 2048]], [[8, 64, 2048]], 1),
+    Workload("cumsum-f32-rows-of-4", "CumSum", "f32", [[1 << 24, 4]], [[1 << 18, 4]], 1),
+    Workload("cumprod-f64", "CumProd", "f64", [[M64 // 2]], [[1 << 19]]),
+    Workload("sum-f16-3", "Sum", "f16", [[4096, 16384]] * 3, [[256, 4096]] * 3),
     Workload("small-1000", "CumSum", "f32", [[1000]], [[1000]], small=True),
     Workload("small-262144", "CumSum", "f32", [[262144]], [[262144]], small=True),
 ]
@@ -127,6 +138,16 @@ def moved_bytes(w: Workload, shapes: list[list[int]]) -> int:
     return size * (sum(numel(s) for s in shapes) + numel(output_shape(w, shapes)))
 
 
+def ceiling_shape(w: Workload, shapes: list[list[int]]) -> tuple[int, int]:
+    """(output bytes, inputs) of the streaming kernel that bounds the workload: a scan reads its
+    input and writes its output once (a copy); a Sum reads each input of the output's size and
+    writes the output (broadcast inputs, a row or a scalar, stay in cache and are left out; at
+    least one input is read, so a Sum of broadcasts only is bounded by a copy)."""
+    out = numel(output_shape(w, shapes))
+    inputs = sum(1 for s in shapes if numel(s) == out) if w.op == "Sum" else 1
+    return out * DTYPES[w.dtype][0], max(1, inputs)
+
+
 # ---- models -------------------------------------------------------------------------------------
 
 
@@ -156,111 +177,27 @@ def build_model(w: Workload, shapes: list[list[int]], path: Path) -> None:
     tmp.replace(path)
 
 
-# ---- memcpy -------------------------------------------------------------------------------------
+# ---- the ceilings --------------------------------------------------------------------------------
 
-MEMCPY_C = r"""
-// memcpy of BYTES bytes from one buffer to another with THREADS threads (each copies one slice),
-// timed per run; prints {"median_ms", "min_ms", "iterations"}.
-#define _GNU_SOURCE
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-static char *src, *dst;
-static size_t bytes;
-static int threads;
-static pthread_barrier_t start_barrier, done_barrier;
-static volatile int stop;
-
-static void copy_slice(int t) {
-  size_t chunk = (bytes / threads + 63) & ~(size_t)63;
-  size_t begin = chunk * t;
-  if (begin >= bytes) return;
-  size_t n = bytes - begin < chunk ? bytes - begin : chunk;
-  memcpy(dst + begin, src + begin, n);
-}
-
-static void *worker(void *arg) {
-  int t = (int)(size_t)arg;
-  for (;;) {
-    pthread_barrier_wait(&start_barrier);
-    if (stop) return NULL;
-    copy_slice(t);
-    pthread_barrier_wait(&done_barrier);
-  }
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double run_once(void) {
-  double t0 = now_ms();
-  if (threads > 1) pthread_barrier_wait(&start_barrier);
-  copy_slice(0);
-  if (threads > 1) pthread_barrier_wait(&done_barrier);
-  return now_ms() - t0;
-}
-
-int main(int argc, char **argv) {
-  if (argc != 5) { fprintf(stderr, "usage: memcpy BYTES THREADS ITERATIONS WARMUP\n"); return 2; }
-  bytes = strtoull(argv[1], NULL, 10);
-  threads = atoi(argv[2]);
-  int iterations = atoi(argv[3]), warmup = atoi(argv[4]);
-  size_t alloc = (bytes + 4095) & ~(size_t)4095;
-  if (alloc == 0) alloc = 4096;
-  src = aligned_alloc(4096, alloc);
-  dst = aligned_alloc(4096, alloc);
-  if (!src || !dst) { fprintf(stderr, "out of memory\n"); return 1; }
-  memset(src, 1, alloc);
-  memset(dst, 0, alloc);
-  pthread_t tid[256];
-  if (threads > 1) {
-    pthread_barrier_init(&start_barrier, NULL, threads);
-    pthread_barrier_init(&done_barrier, NULL, threads);
-    for (int t = 1; t < threads; ++t) pthread_create(&tid[t], NULL, worker, (void *)(size_t)t);
-  }
-  for (int i = 0; i < warmup; ++i) run_once();
-  double *ms = malloc(sizeof(double) * iterations);
-  for (int i = 0; i < iterations; ++i) ms[i] = run_once();
-  if (threads > 1) {
-    stop = 1;
-    pthread_barrier_wait(&start_barrier);
-    for (int t = 1; t < threads; ++t) pthread_join(tid[t], NULL);
-  }
-  qsort(ms, iterations, sizeof(double), cmp);
-  double median = iterations % 2 ? ms[iterations / 2]
-                                 : (ms[iterations / 2 - 1] + ms[iterations / 2]) / 2;
-  printf("{\"median_ms\": %.6f, \"min_ms\": %.6f, \"iterations\": %d}\n", median, ms[0],
-         iterations);
-  return 0;
-}
-"""
+STREAM_SOURCES = [BENCH_DIR / "stream_timer.cc", BENCH_DIR / "streaming.h"]
 
 
-def build_memcpy(workdir: Path) -> Path | None:
-    exe = workdir / "memcpy_bench"
-    source = workdir / "memcpy_bench.c"
-    if exe.exists() and source.exists() and source.read_text() == MEMCPY_C:
+def build_stream_timer(workdir: Path) -> Path | None:
+    """Compiles bench/stream_timer.cc into the scratch directory (again when a source is newer)."""
+    exe = workdir / "stream_timer"
+    if exe.exists() and all(p.stat().st_mtime <= exe.stat().st_mtime for p in STREAM_SOURCES):
         return exe
-    source.write_text(MEMCPY_C)
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
+    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    if not cxx:
+        print("warning: no C++ compiler for the ceiling timer", file=sys.stderr)
         return None
-    r = subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(source)],
-                       capture_output=True, text=True)
+    tmp = exe.with_suffix(".tmp")
+    r = subprocess.run([cxx, "-O2", "-std=c++20", "-pthread", "-o", str(tmp),
+                        str(STREAM_SOURCES[0])], capture_output=True, text=True)
     if r.returncode != 0:
-        print(f"warning: cannot build the memcpy timer: {r.stderr.strip()}", file=sys.stderr)
+        print(f"warning: cannot build the ceiling timer: {r.stderr.strip()}", file=sys.stderr)
         return None
+    tmp.replace(exe)
     return exe
 
 
@@ -414,12 +351,25 @@ def _input_spec(shape: list[int]) -> str:
     return "random:" + "x".join(map(str, shape)) if shape else "random:scalar"
 
 
-def time_cumulus(args, w: Workload, shapes, model: Path, iterations: int, warmup: int) -> Cell:
+def cumulus_env(cap: str | None) -> dict | None:
+    """The environment of a cumulus run: CUMULUS_ISA=cap, none for cap "" (the best the CPU has),
+    the inherited one for cap None."""
+    if cap is None:
+        return None
+    env = dict(os.environ)
+    env.pop("CUMULUS_ISA", None)
+    if cap:
+        env["CUMULUS_ISA"] = cap
+    return env
+
+
+def time_cumulus(args, w: Workload, shapes, model: Path, iterations: int, warmup: int,
+                 cap: str | None) -> Cell:
     cmd = [str(args.cumulus), "perf", str(model), "--iterations", str(iterations),
            "--warmup", str(warmup), "--threads", str(args.threads), "--json", "--seed", "1"]
     for name, shape in zip(input_names(w, shapes), shapes):
         cmd += ["--input", f"{name}={_input_spec(shape)}"]
-    cell = _cell(_run_json(cmd))
+    cell = _cell(_run_json(cmd, env=cumulus_env(cap)))
     if cell.ms is not None and cell.extra.get("bytes") != moved_bytes(w, shapes):
         print(f"warning: {w.key}: cumulus counted {cell.extra.get('bytes')} bytes, "
               f"expected {moved_bytes(w, shapes)}", file=sys.stderr)
@@ -460,19 +410,36 @@ def time_python_peer(args, kind: str, w: Workload, shapes, iterations: int, warm
                            stdin=json.dumps(job), env=_peer_env()))
 
 
-def time_memcpy(args, exe: Path | None, nbytes: int, iterations: int, warmup: int) -> Cell:
-    """memcpy of half the moved bytes (so reads plus writes equal them): the best of 1 and N
-    threads, as a copy with fewer threads can be faster on small buffers."""
+def time_ceilings(args, exe: Path | None, w: Workload, shapes, iterations: int,
+                  warmup: int) -> tuple[Cell, Cell]:
+    """The streaming kernel's time and a memcpy's of half the bytes it moves (one process, the
+    same buffers), each the best of 1 and --threads threads."""
     if exe is None:
-        return Cell(error="no C compiler for the memcpy timer")
-    half = nbytes // 2
-    best = None
-    for t in sorted({1, args.threads}):
-        c = _cell(_run_json([str(exe), str(half), str(t), str(iterations), str(warmup)]))
-        if c.ms is not None and (best is None or c.ms < best.ms):
-            best = c
-            best.extra["threads"] = t
-    return best or Cell(error="memcpy timer failed")
+        return Cell(error="no ceiling timer"), Cell(error="no ceiling timer")
+    nbytes, inputs = ceiling_shape(w, shapes)
+    result = _run_json([str(exe), str(nbytes), str(inputs), str(args.threads), str(iterations),
+                        str(warmup)])
+    if "error" in result:
+        return Cell(error=result["error"]), Cell(error=result["error"])
+    cells = []
+    for kind in ("stream", "memcpy"):
+        threads, best = min(result[kind].items(), key=lambda kv: kv[1]["median_ms"])
+        cells.append(Cell(ms=best["median_ms"],
+                          extra=dict(best, threads=int(threads), isa=result["isa"],
+                                     inputs=inputs)))
+    return cells[0], cells[1]
+
+
+def best_of(cells: list[Cell]) -> Cell:
+    """The faster of the runs before and after cumulus (the memory bandwidth of a shared host
+    drifts from minute to minute), with both times in extra["before_after_ms"]."""
+    timed = [c for c in cells if c.ms is not None]
+    if not timed:
+        return cells[0]
+    best = min(timed, key=lambda c: c.ms)
+    if len(timed) > 1:
+        best.extra["before_after_ms"] = [c.ms for c in timed]
+    return best
 
 
 # ---- other processes' CPU use -------------------------------------------------------------------
@@ -560,21 +527,34 @@ def fmt_ratio(num: Cell | None, den: Cell | None, percent=False) -> str:
 
 
 PEERS = [("ort", "ORT"), ("numpy", "NumPy"), ("torch", "PyTorch")]
-LABELS = dict(PEERS + [("memcpy", "memcpy"), ("cumulus", "cumulus")])
+BASE_LABELS = dict(PEERS + [("ceiling", "ceiling"), ("memcpy", "memcpy")])
 
 
-def render(rows, header_lines, notes) -> str:
-    cols = (["workload", "MB moved", "memcpy ms", "cumulus ms", "cumulus GB/s", "% of memcpy"]
-            + [f"{label} ms" for _, label in PEERS]
-            + [f"vs {label}" for _, label in PEERS] + ["ORT via Node ms"])
+def cumulus_runs(isa: str | None) -> list[tuple[str, str | None, str]]:
+    """(cell key, CUMULUS_ISA cap, column label) of each cumulus run; the first is "cumulus", the
+    one the peers are compared with."""
+    caps = {None: [None], "both": ["", "avx2"]}.get(isa, [isa])
+    return [("cumulus" if i == 0 else f"cumulus-{cap}", cap,
+             f"cumulus {cap}" if cap else "cumulus") for i, cap in enumerate(caps)]
+
+
+def render(rows, runs, header_lines, notes) -> str:
+    cols = ["workload", "MB moved", "ceiling ms", "memcpy ms"]
+    for i, (_, _, label) in enumerate(runs):
+        cols += [f"{label} ms", "% of ceiling" if i == 0 else f"{label} % of ceiling"]
+    cols += (["cumulus GB/s", "% of memcpy"] + [f"{label} ms" for _, label in PEERS]
+             + [f"vs {label}" for _, label in PEERS] + ["ORT via Node ms"])
     out = header_lines + ["", "| " + " | ".join(cols) + " |",
                           "|" + "|".join(["---"] + ["---:"] * (len(cols) - 1)) + "|"]
     for label, nbytes, cells in rows:
         cu = cells.get("cumulus")
+        ceiling = cells.get("ceiling")
         gbps = f"{nbytes / (cu.ms * 1e6):.1f}" if cu and cu.ms else "n/a"
         vals = [label, f"{nbytes / 1e6:.1f}" if nbytes >= 1e6 else f"{nbytes / 1e6:.3f}",
-                fmt_ms(cells.get("memcpy")), fmt_ms(cu), gbps,
-                fmt_ratio(cells.get("memcpy"), cu, percent=True)]
+                fmt_ms(ceiling), fmt_ms(cells.get("memcpy"))]
+        for key, _, _ in runs:
+            vals += [fmt_ms(cells.get(key)), fmt_ratio(ceiling, cells.get(key), percent=True)]
+        vals += [gbps, fmt_ratio(cells.get("memcpy"), cu, percent=True)]
         vals += [fmt_ms(cells.get(k)) for k, _ in PEERS]
         vals += [fmt_ratio(cells.get(k), cu) for k, _ in PEERS]
         ort = cells.get("ort")
@@ -639,10 +619,15 @@ def main() -> int:
                     help="only the workloads whose key or label contains TEXT (repeatable); "
                          "keys: " + ", ".join(w.key for w in WORKLOADS))
     ap.add_argument("--skip", action="append", default=[],
-                    choices=["memcpy", "ort", "numpy", "torch"], help="leave out a runtime")
+                    choices=["ceiling", "ort", "numpy", "torch"],
+                    help="leave out a runtime (ceiling: the ceiling and memcpy timer)")
+    ap.add_argument("--isa", choices=["avx512", "avx2", "scalar", "both"],
+                    help="run cumulus with CUMULUS_ISA set to this cap (the other runtimes and the "
+                         "ceiling are not capped); both: one column with the best kernels this "
+                         "CPU has and one capped at avx2 (default: CUMULUS_ISA as inherited)")
     ap.add_argument("--workdir", type=Path,
                     default=Path(os.environ.get("CUMULUS_COMPARE_DIR", "/tmp/cumulus-compare")),
-                    help="scratch directory for the generated models and the memcpy timer "
+                    help="scratch directory for the generated models and the ceiling timer "
                          "(default $CUMULUS_COMPARE_DIR or /tmp/cumulus-compare)")
     ap.add_argument("--out", type=Path, help="also write the table to this file")
     ap.add_argument("--cumulus", type=Path, default=REPO_DIR / "build-rel" / "cumulus",
@@ -679,7 +664,9 @@ def main() -> int:
               file=sys.stderr)
 
     args.workdir.mkdir(parents=True, exist_ok=True)
-    memcpy_exe = None if "memcpy" in args.skip else build_memcpy(args.workdir)
+    timer_exe = None if "ceiling" in args.skip else build_stream_timer(args.workdir)
+    runs = cumulus_runs(args.isa)
+    labels = dict(BASE_LABELS, **{key: label for key, _, label in runs})
     workloads = [w for w in WORKLOADS
                  if not args.only or any(s.lower() in w.key.lower()
                                          or s.lower() in w.label(args.quick).lower()
@@ -692,7 +679,9 @@ def main() -> int:
     load_before = os.getloadavg()
     started = time.time()
     commit = describe_commit()
-    rows, notes, isa, loads = [], [], "?", []
+    rows, notes, loads = [], [], []
+    isas = {key: "?" for key, _, _ in runs}
+    ceiling_isa = "?"
     for w in workloads:
         shapes = w.input_shapes(args.quick)
         label = w.label(args.quick)
@@ -710,19 +699,27 @@ def main() -> int:
         cells: dict[str, Cell] = {}
         meter = CpuMeter()
         meter.start()
-        # memcpy right before and right after cumulus (the memory bandwidth of a shared host
-        # drifts from minute to minute); the faster of the two is the reference.
-        copies = []
-        if memcpy_exe is not None:
-            copies.append(time_memcpy(args, memcpy_exe, nbytes, iterations, warmup))
-        cells["cumulus"] = time_cumulus(args, w, shapes, model, iterations, warmup)
-        if memcpy_exe is not None:
-            copies.append(time_memcpy(args, memcpy_exe, nbytes, iterations, warmup))
-            timed = [c for c in copies if c.ms is not None]
-            cells["memcpy"] = min(timed, key=lambda c: c.ms) if timed else copies[0]
-            if len(timed) == 2:
-                cells["memcpy"].extra["before_after_ms"] = [c.ms for c in timed]
-        isa = cells["cumulus"].extra.get("isa", isa)
+        # The ceilings right before and right after cumulus (the memory bandwidth of a shared
+        # host drifts from minute to minute); the faster of the two counts.
+        ceilings = "ceiling" not in args.skip
+        if ceilings:
+            before = time_ceilings(args, timer_exe, w, shapes, iterations, warmup)
+        for key, cap, _ in runs:
+            cells[key] = time_cumulus(args, w, shapes, model, iterations, warmup, cap)
+            isas[key] = cells[key].extra.get("isa", isas[key])
+            if cap and cells[key].ms is not None and isas[key] != cap:
+                notes.append(f"{label}, {labels[key]}: CUMULUS_ISA={cap} ran the "
+                             f"{isas[key]} kernels")
+        if ceilings:
+            after = time_ceilings(args, timer_exe, w, shapes, iterations, warmup)
+            cells["ceiling"] = best_of([before[0], after[0]])
+            cells["memcpy"] = best_of([before[1], after[1]])
+            ceiling_isa = cells["ceiling"].extra.get("isa", ceiling_isa)
+        if ceilings and w.small:
+            # Streaming stores write past the cache; a cached copy is the bound in cache.
+            memcpy = cells["memcpy"]
+            cells["ceiling"] = Cell(ms=memcpy.ms, error=memcpy.error,
+                                    extra=dict(memcpy.extra, kind="memcpy"))
         if "ort" not in args.skip:
             cells["ort"] = time_ort(args, w, shapes, model, iterations, warmup)
         for kind in ("numpy", "torch"):
@@ -732,19 +729,19 @@ def main() -> int:
         loads.append(other)
         for key, c in cells.items():
             if c.error:
-                notes.append(f"{label}, {LABELS[key]}: {c.error}")
+                notes.append(f"{label}, {labels[key]}: {c.error}")
             if c.extra.get("profile_error"):
-                notes.append(f"{label}, {LABELS[key]}: {c.extra['profile_error']}; "
+                notes.append(f"{label}, {labels[key]}: {c.extra['profile_error']}; "
                              "its time is the Node wall time")
             if c.ms is not None and c.extra.get("iterations", iterations) < iterations:
-                notes.append(f"{label}, {LABELS[key]}: {c.extra['iterations']} timed runs "
+                notes.append(f"{label}, {labels[key]}: {c.extra['iterations']} timed runs "
                              f"(capped at ~{args.budget:.0f} s)")
         if other >= 0.1:
             notes.append(f"{label}: other processes used {other:.2f} CPUs on average while it "
                          "ran; its times may be disturbed")
-        drift = cells.get("memcpy", Cell()).extra.get("before_after_ms")
-        print("  " + "  ".join(f"{LABELS[k]} {fmt_ms(c)}" for k, c in cells.items())
-              + (f"  (memcpy before/after {drift[0]:.3g}/{drift[1]:.3g})" if drift else "")
+        drift = cells.get("ceiling", Cell()).extra.get("before_after_ms")
+        print("  " + "  ".join(f"{labels[k]} {fmt_ms(c)}" for k, c in cells.items())
+              + (f"  (ceiling before/after {drift[0]:.3g}/{drift[1]:.3g})" if drift else "")
               + f"  (other processes: {other:.2f} CPUs)", file=sys.stderr, flush=True)
         rows.append((label, nbytes, cells))
 
@@ -759,17 +756,25 @@ def main() -> int:
         f"{args.iterations} runs after {args.warmup} warm-up runs ({args.small_iterations} after "
         f"{max(args.warmup, 20)} for the in-cache rows), at most ~{args.budget:.0f} s per peer "
         "per workload",
-        f"- cumulus {commit}, {isa} kernels; ONNX Runtime {v['ort']} (onnxruntime-node, "
+        f"- cumulus {commit}, "
+        + ", ".join(f"{label}: {isas[key]} kernels" for key, cap, label in runs)
+        + (" (CUMULUS_ISA for cumulus only)" if args.isa else "")
+        + f"; ONNX Runtime {v['ort']} (onnxruntime-node, "
         f"{'preallocated' if args.ort_prealloc else 'allocating'} outputs; ORT ms: "
         f"{'wall time of session.run in Node' if args.ort_node_time else 'its profiler model_run'}"
         "); "
         f"NumPy {v['numpy']}; PyTorch {v['torch']}",
-        "- MB moved: input plus output bytes; memcpy: one copy of half of them (best of 1 and "
-        f"{args.threads} threads, timed just before and just after cumulus, the faster of the "
-        "two); % of memcpy = memcpy ms / cumulus ms; vs X = X ms / cumulus ms "
-        "(above 1x: cumulus is faster)",
+        "- MB moved: input plus output bytes; "
+        + ("ceiling and memcpy: left out (--skip ceiling); " if "ceiling" in args.skip else
+           "ceiling: the streaming kernel of the same bytes "
+           f"({ceiling_isa}, non-temporal stores; a scan: a copy of its input, a Sum of K inputs "
+           "of the output's size: a K-input add), for the in-cache rows a memcpy; memcpy: a copy "
+           f"of half of the bytes; each the best of 1 and {args.threads} threads, timed just "
+           "before and just after cumulus, the faster of the two; ")
+        + "% of ceiling = ceiling ms / cumulus ms; % of memcpy = memcpy ms / cumulus ms; "
+        "vs X = X ms / cumulus ms (above 1x: cumulus is faster)",
     ]
-    table = render(rows, header, notes)
+    table = render(rows, runs, header, notes)
     sys.stdout.write(table)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

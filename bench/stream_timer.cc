@@ -1,0 +1,119 @@
+// The ceilings compare.py reports next to each workload, timed in their own process on buffers
+// sized like the workload's: the streaming kernel (a non-temporal copy of a scan's input, or the
+// K-input streaming add of a Sum's full-size inputs) and a memcpy of half the bytes the workload
+// moves, each with 1 thread and with THREADS threads. Prints one JSON line:
+// {"isa", "stream": {"1": {"median_ms", "min_ms", "iterations"}, "THREADS": ...}, "memcpy": ...}.
+// Build: c++ -O2 -std=c++20 -pthread -o stream_timer stream_timer.cc (compare.py does it).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "streaming.h"
+
+namespace {
+
+using cumulus::bench::StreamTeam;
+
+constexpr std::size_t kPage = 4096;
+
+std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+struct Timing {
+  double median_ms, min_ms;
+  int iterations;
+};
+
+template <class Body>
+Timing time_runs(int iterations, int warmup, const Body& body) {
+  for (int i = 0; i < warmup; ++i) body();
+  std::vector<double> ms;
+  for (int i = 0; i < iterations; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    body();
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  const std::size_t h = ms.size() / 2;
+  return {ms.size() % 2 ? ms[h] : (ms[h - 1] + ms[h]) / 2, ms.front(), iterations};
+}
+
+// `"threads": {...}`, a member of the JSON object of one kernel's timings.
+std::string json_entry(int threads, const Timing& t) {
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "\"%d\": {\"median_ms\": %.6f, \"min_ms\": %.6f, \"iterations\": %d}", threads,
+                t.median_ms, t.min_ms, t.iterations);
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 6) {
+    std::fprintf(stderr, "usage: stream_timer BYTES INPUTS THREADS ITERATIONS WARMUP\n");
+    return 2;
+  }
+  const std::size_t bytes = std::strtoull(argv[1], nullptr, 10);
+  const int inputs = std::atoi(argv[2]), threads = std::atoi(argv[3]);
+  const int iterations = std::atoi(argv[4]), warmup = std::atoi(argv[5]);
+  if (inputs < 1 || threads < 1 || iterations < 1 || warmup < 0) {
+    std::fprintf(stderr, "stream_timer: INPUTS, THREADS and ITERATIONS must be positive\n");
+    return 2;
+  }
+  // One region holds the inputs and the output; the memcpy copies its first half onto its
+  // second, at the same stagger.
+  const std::size_t stride = cumulus::bench::stream_stride(bytes);
+  const std::size_t region =
+      round_up(stride * static_cast<std::size_t>(inputs + 1), kPage) + 2 * kPage;
+  auto* base = static_cast<char*>(std::aligned_alloc(kPage, region));
+  if (base == nullptr) {
+    std::fprintf(stderr, "stream_timer: cannot allocate %zu bytes\n", region);
+    return 1;
+  }
+  std::memset(base, 1, region);  // fault every page in before timing
+  std::vector<const char*> src;
+  for (int j = 0; j < inputs; ++j) src.push_back(base + stride * static_cast<std::size_t>(j));
+  char* dst = base + stride * static_cast<std::size_t>(inputs);
+  const std::size_t half = bytes * static_cast<std::size_t>(inputs + 1) / 2;
+  char* copy_dst = base + round_up(half, kPage) + (stride - round_up(bytes, kPage));
+
+  const auto isa = cumulus::bench::best_stream_isa();
+  std::string stream_json, memcpy_json;
+  std::vector<int> thread_counts{1};
+  if (threads > 1) thread_counts.push_back(threads);
+  for (const int t : thread_counts) {
+    StreamTeam team(t);
+    std::memset(dst, 0, bytes);  // so that the check below sees the kernel's work
+    const Timing stream = time_runs(iterations, warmup, [&] {
+      team.run(bytes, [&](std::size_t begin, std::size_t end) {
+        cumulus::bench::stream_add(isa, dst, src.data(), inputs, begin, end);
+      });
+    });
+    if (!cumulus::bench::stream_output_ok(dst, bytes, inputs)) {
+      std::fprintf(stderr, "stream_timer: the streaming kernel's output is wrong\n");
+      return 1;
+    }
+    const Timing copy = time_runs(iterations, warmup, [&] {
+      team.run(half, [&](std::size_t begin, std::size_t end) {
+        std::memcpy(copy_dst + begin, base + begin, end - begin);
+      });
+    });
+    if (t > 1) {
+      stream_json += ", ";
+      memcpy_json += ", ";
+    }
+    stream_json += json_entry(t, stream);
+    memcpy_json += json_entry(t, copy);
+  }
+  std::printf(
+      "{\"isa\": \"%s\", \"bytes\": %zu, \"inputs\": %d, \"stream\": {%s}, \"memcpy\": {%s}}\n",
+      std::string(cumulus::bench::stream_isa_name(isa)).c_str(), bytes, inputs, stream_json.c_str(),
+      memcpy_json.c_str());
+  std::free(base);
+  return 0;
+}

@@ -1,0 +1,259 @@
+// The streaming ceilings the kernels are measured against: the fastest this CPU moves a scan's or
+// a Sum's bytes. A copy with non-temporal stores (read N bytes, write N bytes past the cache, as
+// the kernels write large outputs) and a K-input add that streams its output. The work is split
+// the way the library's pool splits it: chunks taken in turn from a shared counter by every
+// thread, the caller's included. The widest vectors the CPU has are found at run time.
+// Used by bench_kernels.cc and by stream_timer.cc (the timer compare.py builds).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace cumulus::bench {
+
+// 128 KiB: the library's pieces and Sum tiles are 2^15 elements, 128 KiB of float32.
+inline constexpr std::size_t kStreamChunk = std::size_t{128} << 10;
+// Buffers handed to the streaming kernels start on this boundary; chunks are multiples of it.
+inline constexpr std::size_t kStreamAlign = 64;
+
+// The distance between the starts of consecutive buffers of `bytes` in one allocation: whole
+// pages plus 17 lines, so that no two buffers share their offset within a page. Buffers a
+// power of two apart would make each load alias the stores and loads of the other streams
+// (4K aliasing, the same cache sets and DRAM banks) and hold the ceiling below what the memory
+// can do.
+inline std::size_t stream_stride(std::size_t bytes) {
+  constexpr std::size_t kPage = 4096, kStagger = 17 * kStreamAlign;
+  return (bytes + kPage - 1) / kPage * kPage + kStagger;
+}
+
+// sse2 is every x86-64 CPU (16-byte streaming stores); plain is any other CPU (ordinary stores).
+enum class StreamIsa { kPlain, kSse2, kAvx2, kAvx512 };
+
+inline StreamIsa best_stream_isa() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return StreamIsa::kAvx512;
+  if (__builtin_cpu_supports("avx2")) return StreamIsa::kAvx2;
+  return StreamIsa::kSse2;
+#else
+  return StreamIsa::kPlain;
+#endif
+}
+
+inline std::string_view stream_isa_name(StreamIsa isa) {
+  switch (isa) {
+    case StreamIsa::kAvx512:
+      return "avx512";
+    case StreamIsa::kAvx2:
+      return "avx2";
+    case StreamIsa::kSse2:
+      return "sse2";
+    case StreamIsa::kPlain:
+      break;
+  }
+  return "plain";
+}
+
+namespace detail {
+
+// The add is of 32-bit integer lanes, the cheapest there is, so that arithmetic never limits the
+// ceiling; the bytes read and written are a Sum's whatever its type. Bytes past the last whole
+// 64-byte line are added one by one.
+inline void add_tail(char* dst, const char* const* src, int k, std::size_t begin, std::size_t end) {
+  for (std::size_t i = begin; i < end; ++i) {
+    unsigned char acc = static_cast<unsigned char>(src[0][i]);
+    for (int j = 1; j < k; ++j) acc = static_cast<unsigned char>(acc + src[j][i]);
+    dst[i] = static_cast<char>(acc);
+  }
+}
+
+#if defined(__x86_64__)
+// Four lines per step for the copy, so the loop's own instructions stay out of the way.
+__attribute__((target("avx512f"))) inline void copy_nt_avx512(char* dst, const char* src,
+                                                              std::size_t i, std::size_t end) {
+  for (; i + 256 <= end; i += 256) {
+    const __m512i a = _mm512_load_si512(src + i), b = _mm512_load_si512(src + i + 64),
+                  c = _mm512_load_si512(src + i + 128), d = _mm512_load_si512(src + i + 192);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), a);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 64), b);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 128), c);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 192), d);
+  }
+  for (; i + 64 <= end; i += 64) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_load_si512(src + i));
+  }
+  add_tail(dst, &src, 1, i, end);
+}
+
+__attribute__((target("avx512f"))) inline void add_nt_avx512(char* dst, const char* const* src,
+                                                             int k, std::size_t i,
+                                                             std::size_t end) {
+  for (; i + 64 <= end; i += 64) {
+    __m512i acc = _mm512_load_si512(src[0] + i);
+    for (int j = 1; j < k; ++j) acc = _mm512_add_epi32(acc, _mm512_load_si512(src[j] + i));
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), acc);
+  }
+  add_tail(dst, src, k, i, end);
+}
+
+__attribute__((target("avx2"))) inline void copy_nt_avx2(char* dst, const char* src, std::size_t i,
+                                                         std::size_t end) {
+  for (; i + 128 <= end; i += 128) {
+    const auto* s = reinterpret_cast<const __m256i*>(src + i);
+    auto* d = reinterpret_cast<__m256i*>(dst + i);
+    const __m256i a = _mm256_load_si256(s), b = _mm256_load_si256(s + 1),
+                  c = _mm256_load_si256(s + 2), e = _mm256_load_si256(s + 3);
+    _mm256_stream_si256(d, a);
+    _mm256_stream_si256(d + 1, b);
+    _mm256_stream_si256(d + 2, c);
+    _mm256_stream_si256(d + 3, e);
+  }
+  for (; i + 32 <= end; i += 32) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_load_si256(reinterpret_cast<const __m256i*>(src + i)));
+  }
+  add_tail(dst, &src, 1, i, end);
+}
+
+__attribute__((target("avx2"))) inline void add_nt_avx2(char* dst, const char* const* src, int k,
+                                                        std::size_t i, std::size_t end) {
+  for (; i + 64 <= end; i += 64) {
+    __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(src[0] + i));
+    __m256i hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(src[0] + i + 32));
+    for (int j = 1; j < k; ++j) {
+      lo = _mm256_add_epi32(lo, _mm256_load_si256(reinterpret_cast<const __m256i*>(src[j] + i)));
+      hi = _mm256_add_epi32(hi,
+                            _mm256_load_si256(reinterpret_cast<const __m256i*>(src[j] + i + 32)));
+    }
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i), lo);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 32), hi);
+  }
+  add_tail(dst, src, k, i, end);
+}
+
+inline void add_nt_sse2(char* dst, const char* const* src, int k, std::size_t i, std::size_t end) {
+  for (; i + 16 <= end; i += 16) {
+    __m128i acc = _mm_load_si128(reinterpret_cast<const __m128i*>(src[0] + i));
+    for (int j = 1; j < k; ++j) {
+      acc = _mm_add_epi32(acc, _mm_load_si128(reinterpret_cast<const __m128i*>(src[j] + i)));
+    }
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), acc);
+  }
+  add_tail(dst, src, k, i, end);
+}
+#endif
+
+}  // namespace detail
+
+// dst[i] = src[0][i] + ... + src[k-1][i] for the bytes i in [begin, end), with streaming stores
+// (k = 1: a copy). dst and every src start on kStreamAlign, and so does begin. Ends with a store
+// fence, so the stores are done when it returns.
+inline void stream_add(StreamIsa isa, char* dst, const char* const* src, int k, std::size_t begin,
+                       std::size_t end) {
+#if defined(__x86_64__)
+  switch (isa) {
+    case StreamIsa::kAvx512:
+      k == 1 ? detail::copy_nt_avx512(dst, src[0], begin, end)
+             : detail::add_nt_avx512(dst, src, k, begin, end);
+      break;
+    case StreamIsa::kAvx2:
+      k == 1 ? detail::copy_nt_avx2(dst, src[0], begin, end)
+             : detail::add_nt_avx2(dst, src, k, begin, end);
+      break;
+    case StreamIsa::kSse2:
+    case StreamIsa::kPlain:
+      detail::add_nt_sse2(dst, src, k, begin, end);
+      break;
+  }
+  _mm_sfence();
+#else
+  (void)isa;
+  detail::add_tail(dst, src, k, begin, end);
+#endif
+}
+
+// Whether dst holds the sum of `inputs` buffers whose bytes are all 1: every byte equal to the
+// input count (mod 256). The timers fill their inputs so, zero the output and check it after
+// timing, so that a kernel that skipped work cannot pass for a fast one.
+inline bool stream_output_ok(const char* dst, std::size_t bytes, int inputs) {
+  for (std::size_t i = 0; i < bytes; ++i) {
+    if (static_cast<unsigned char>(dst[i]) != static_cast<unsigned char>(inputs)) return false;
+  }
+  return true;
+}
+
+// A fixed team of threads that runs fn(begin, end) over [0, bytes) in kStreamChunk chunks, each
+// thread taking the next chunk from a shared counter, as the library's pool does. The threads
+// live as long as the team, so a run pays no thread start.
+class StreamTeam {
+ public:
+  explicit StreamTeam(int threads) : start_(threads), done_(threads) {
+    for (int t = 1; t < threads; ++t) {
+      workers_.emplace_back([this] {
+        for (;;) {
+          start_.arrive_and_wait();
+          if (stop_) return;
+          drain();
+          done_.arrive_and_wait();
+        }
+      });
+    }
+  }
+  ~StreamTeam() {
+    stop_ = true;
+    if (!workers_.empty()) start_.arrive_and_wait();
+    for (auto& w : workers_) w.join();
+  }
+  StreamTeam(const StreamTeam&) = delete;
+  StreamTeam& operator=(const StreamTeam&) = delete;
+
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  template <class Fn>
+  void run(std::size_t bytes, const Fn& fn) {
+    fn_ = [](const void* context, std::size_t begin, std::size_t end) {
+      (*static_cast<const Fn*>(context))(begin, end);
+    };
+    context_ = &fn;
+    bytes_ = bytes;
+    next_.store(0);
+    if (workers_.empty()) {
+      drain();
+      return;
+    }
+    start_.arrive_and_wait();
+    drain();
+    done_.arrive_and_wait();
+  }
+
+ private:
+  void drain() {
+    for (;;) {
+      const std::size_t begin = next_.fetch_add(kStreamChunk);
+      if (begin >= bytes_) return;
+      fn_(context_, begin, std::min(bytes_, begin + kStreamChunk));
+    }
+  }
+
+  std::barrier<> start_, done_;
+  std::vector<std::thread> workers_;
+  // Written by the caller before start_ and read by the workers after it: the barrier orders them.
+  void (*fn_)(const void*, std::size_t, std::size_t) = nullptr;
+  const void* context_ = nullptr;
+  std::size_t bytes_ = 0;
+  std::atomic<std::size_t> next_{0};
+  bool stop_ = false;
+};
+
+}  // namespace cumulus::bench

@@ -11,12 +11,14 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "cumulus/error.h"
 #include "cumulus/ops.h"
+#include "ops/sum_same_shape.h"
 #include "ops/tuning.h"
 #include "reference.h"
 
@@ -159,9 +161,20 @@ std::vector<T> run_scan(Scan op, const std::vector<T>& x, const Shape& shape, in
 }
 
 // Sum with the output separate, misaligned (the inputs stay aligned) or over input 0.
+// Sum's entries: the public one, and the one without checks that the Python binding calls for
+// inputs of one shape.
+enum class SumEntry { kChecked, kSameShape };
+
 template <class T>
 std::vector<T> run_sum(const std::vector<std::vector<T>>& inputs, const std::vector<Shape>& shapes,
-                       const Shape& out, Layout layout) {
+                       const Shape& out, Layout layout, SumEntry entry = SumEntry::kChecked) {
+  const auto call = [entry](std::span<const ConstTensorView> views, TensorView y) {
+    if (entry == SumEntry::kSameShape) {
+      cumulus::detail::sum_same_shape(views, y);
+    } else {
+      cumulus::sum(views, y);
+    }
+  };
   constexpr DType kType = cumulus::dtype_of<T>;
   std::vector<Tensor> owned;
   std::vector<ConstTensorView> views;
@@ -172,13 +185,13 @@ std::vector<T> run_sum(const std::vector<std::vector<T>>& inputs, const std::vec
   }
   const auto n = static_cast<std::size_t>(ref::count_of(out));
   if (layout == Layout::kInPlace) {
-    cumulus::sum(views, owned[0].view());
+    call(views, owned[0].view());
     return {owned[0].data<T>(), owned[0].data<T>() + n};
   }
   const std::size_t shift = layout == Layout::kMisaligned ? 1 : 0;
   Tensor ys(kType, {static_cast<int64_t>(n + 2)});
   poison(ys.data<T>(), n + 2);
-  cumulus::sum(views, TensorView{kType, out, ys.data<T>() + shift});
+  call(views, TensorView{kType, out, ys.data<T>() + shift});
   T fence;
   poison(&fence, 1);
   EXPECT_TRUE(same_bits(ys.data<T>() + shift + n, &fence, 1) &&
@@ -532,6 +545,39 @@ TEST(SumTiles, AroundTheRowTile) {
           const std::vector<T> got = run_sum(inputs, shapes, out, Layout::kSeparate);
           expect_sum_matches("Sum " + std::string(cumulus::dtype_name(type)) + " " + shape_str(out),
                              inputs, shapes, out, got);
+        }
+      });
+    }
+  }
+}
+
+// The entry without checks, for inputs of the output's shape: one to four of them, around the row
+// tile, in place and misaligned, at shrunk thresholds (every task its own chunk, on three
+// threads) and the defaults.
+TEST(SumSameShape, MatchesTheReference) {
+  Rng rng(8108);
+  SCOPED_TRACE("seed 8108");
+  const ScopedThreads threads(3);
+  for (const Tuning& t : {small_tuning(), Tuning{}}) {
+    const ScopedTuning tuning(t);
+    for (const DType type : kFloatTypes) {
+      visit_float_dtype(type, [&]<class T>(T) {
+        for (const Shape& out : std::vector<Shape>{{}, {0, 3}, {10}, {2, 11}, {3, 12}, {1001}}) {
+          for (std::size_t count = 1; count <= 4; ++count) {
+            const std::vector<Shape> shapes(count, out);
+            std::vector<std::vector<T>> inputs;
+            for (const Shape& s : shapes) {
+              inputs.push_back(
+                  make_data<T>(Scan::kSum, rng, static_cast<std::size_t>(ref::count_of(s))));
+            }
+            for (const Layout layout : kAllLayouts) {
+              const std::vector<T> got = run_sum(inputs, shapes, out, layout, SumEntry::kSameShape);
+              expect_sum_matches("Sum " + std::string(cumulus::dtype_name(type)) + " " +
+                                     std::to_string(count) + " x " + shape_str(out) + " " +
+                                     layout_name(layout),
+                                 inputs, shapes, out, got);
+            }
+          }
         }
       });
     }

@@ -1,9 +1,12 @@
 // cumulus._core: the operators and settings of cumulus for Python arrays.
 #include <fmt/format.h>
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +15,7 @@
 #include "cumulus/ops.h"
 #include "errors.h"
 #include "onnx_model.h"
+#include "ops/sum_same_shape.h"
 
 namespace cumulus::python {
 namespace {
@@ -202,6 +206,129 @@ py::object sum_arrays(const py::args& arrays, const py::object& out) {
   return wrap(std::move(result), ins[0].kind, &ins[0]);
 }
 
+// ---- Sum's fast entry ------------------------------------------------------------------------
+
+// The general entry, which every call this fast entry does not take is handed to unchanged, so
+// that its checks and messages are the only ones.
+PyObject* general_sum = nullptr;  // never freed
+
+// Inputs the fast entry takes at most: their views live on the stack.
+constexpr Py_ssize_t kFastInputs = 8;
+
+// The element type of a NumPy array the fast entry takes as it is: exactly numpy.ndarray, of a
+// floating type in native byte order, C order and aligned.
+std::optional<DType> fast_dtype(PyObject* object, PyTypeObject* ndarray) {
+  using Api = py::detail::npy_api;
+  constexpr int kFlags = Api::NPY_ARRAY_C_CONTIGUOUS_ | Api::NPY_ARRAY_ALIGNED_;
+  if (Py_TYPE(object) != ndarray) return std::nullopt;
+  const auto* a = py::detail::array_proxy(object);
+  const auto* d = py::detail::array_descriptor_proxy(a->descr);
+  constexpr char kSwapped = std::endian::native == std::endian::little ? '>' : '<';
+  if ((a->flags & kFlags) != kFlags || d->kind != 'f' || d->byteorder == kSwapped) {
+    return std::nullopt;
+  }
+  switch (d->elsize) {
+    case 2:
+      return DType::kFloat16;
+    case 4:
+      return DType::kFloat32;
+    case 8:
+      return DType::kFloat64;
+    default:
+      return std::nullopt;
+  }
+}
+
+bool same_shape(const py::detail::PyArray_Proxy* a, const py::detail::PyArray_Proxy* b) {
+  return a->nd == b->nd &&
+         (a->nd == 0 || std::memcmp(a->dimensions, b->dimensions,
+                                    sizeof(*a->dimensions) * static_cast<std::size_t>(a->nd)) == 0);
+}
+
+// The common call, sum(a, b, ...[, out=c]) on NumPy arrays of one floating type, shape and
+// dense layout, done without building operands; nullptr for any other call (or anything that
+// fails), which the general entry then takes. An out= is taken only when the inputs' bytes are
+// either its own (element for element) or apart from it.
+PyObject* fast_sum(PyObject* const* args, Py_ssize_t nargs, PyObject* out) noexcept {
+  using Api = py::detail::npy_api;
+  if (nargs < 1 || nargs > kFastInputs) return nullptr;
+  auto& api = Api::get();
+  const std::optional<DType> dtype = fast_dtype(args[0], api.PyArray_Type_);
+  if (!dtype) return nullptr;
+  const auto* first = py::detail::array_proxy(args[0]);
+  std::size_t count = 1;
+  for (int i = 0; i < first->nd; ++i) count *= static_cast<std::size_t>(first->dimensions[i]);
+  const std::size_t bytes = count * dtype_size(*dtype);
+  static_assert(sizeof(*first->dimensions) == sizeof(int64_t));
+  const std::span shape(reinterpret_cast<const int64_t*>(first->dimensions),
+                        static_cast<std::size_t>(first->nd));
+  const auto apart = [&](const py::detail::PyArray_Proxy* a, const std::byte* data) {
+    const auto* other = reinterpret_cast<const std::byte*>(a->data);
+    return other == data || other + bytes <= data || data + bytes <= other || bytes == 0;
+  };
+  const std::byte* out_data = nullptr;
+  if (out != nullptr) {
+    const auto* o = py::detail::array_proxy(out);
+    if (fast_dtype(out, api.PyArray_Type_) != dtype ||
+        (o->flags & Api::NPY_ARRAY_WRITEABLE_) == 0 || !same_shape(o, first)) {
+      return nullptr;
+    }
+    out_data = reinterpret_cast<const std::byte*>(o->data);
+  }
+  SmallArray<ConstTensorView, kFastInputs> views(static_cast<std::size_t>(nargs),
+                                                 {*dtype, shape, nullptr});
+  for (Py_ssize_t k = 0; k < nargs; ++k) {
+    const auto* a = py::detail::array_proxy(args[k]);
+    if ((k > 0 && (fast_dtype(args[k], api.PyArray_Type_) != dtype || !same_shape(a, first))) ||
+        (out != nullptr && !apart(a, out_data))) {
+      return nullptr;
+    }
+    views[k].data = a->data;
+  }
+  try {
+    py::object result = py::reinterpret_borrow<py::object>(out);
+    if (out == nullptr) {
+      // Beyond the limit the general entry raises the library's own error.
+      if (bytes > memory_limit()) return nullptr;
+      Py_INCREF(first->descr);  // NumPy takes this reference
+      result = py::reinterpret_steal<py::object>(
+          api.PyArray_NewFromDescr_(api.PyArray_Type_, first->descr, first->nd, first->dimensions,
+                                    nullptr, nullptr, 0, nullptr));
+      if (!result) {
+        PyErr_Clear();
+        return nullptr;
+      }
+    }
+    // What sum_same_shape leaves to its caller was checked above.
+    const TensorView y{*dtype, shape, numpy_data(result)};
+    if (count * static_cast<std::size_t>(nargs + 1) >= std::size_t{kKeepGilElements}) {
+      py::gil_scoped_release release;
+      detail::sum_same_shape(views, y);
+    } else {
+      detail::sum_same_shape(views, y);
+    }
+    return result.release().ptr();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+PyObject* sum_entry(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs,
+                    PyObject* names) {
+  PyObject* out = nullptr;
+  const Py_ssize_t keywords = names == nullptr ? 0 : PyTuple_GET_SIZE(names);
+  bool plain = keywords == 0;
+  if (keywords == 1) {
+    PyObject* name = PyTuple_GET_ITEM(names, 0);
+    plain = PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "out") == 0;
+    if (args[nargs] != Py_None) out = args[nargs];
+  }
+  if (plain) {
+    if (PyObject* result = fast_sum(args, nargs, out)) return result;
+  }
+  return PyObject_Vectorcall(general_sum, args, static_cast<std::size_t>(nargs), names);
+}
+
 // ---- Docstrings: the first lines give help() and inspect.signature the signature. ----------
 
 constexpr const char* kScanArgs = R"(
@@ -300,7 +427,18 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("x"), py::arg("axis") = py::none(), py::kw_only(), py::arg("exclusive") = false,
       py::arg("reverse") = false, py::arg("out") = py::none(), kCumProdDoc.c_str());
-  m.def("sum", &sum_arrays, py::kw_only(), py::arg("out") = py::none(), kSumDoc);
+  // sum: a METH_FASTCALL function in front of the pybind11 one, which stays the only source of
+  // errors and of the general path.
+  general_sum = py::cpp_function(&sum_arrays, py::name("sum"), py::kw_only(),
+                                 py::arg("out") = py::none(), kSumDoc)
+                    .release()
+                    .ptr();
+  static PyMethodDef sum_def{
+      "sum", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(+sum_entry)),
+      METH_FASTCALL | METH_KEYWORDS, kSumDoc};
+  PyObject* sum = PyCFunction_NewEx(&sum_def, nullptr, m.attr("__name__").ptr());
+  if (sum == nullptr) throw py::error_already_set();
+  m.attr("sum") = py::reinterpret_steal<py::object>(sum);
 
   m.def(
       "set_num_threads",

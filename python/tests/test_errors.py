@@ -104,6 +104,16 @@ def test_sum_shape_errors():
            "Sum: input 'data_1' of shape [2] cannot be broadcast with shape [2, 3] of the inputs "
            "before it (dimension 1 from the end: 2 vs 3)", cumulus.sum, x, np.zeros(2, np.float32))
     raises(cumulus.InvalidArgumentError, ValueError, "Sum: needs at least one input", cumulus.sum)
+    # Dense arrays of one type and rank, as the common call has them.
+    raises(cumulus.InvalidArgumentError, ValueError,
+           "Sum: input 'data_1' of shape [3, 3] cannot be broadcast with shape [2, 3] of the inputs "
+           "before it (dimension 2 from the end: 3 vs 2)", cumulus.sum, x, np.zeros((3, 3), np.float32))
+
+
+def test_sum_takes_no_other_keyword():
+    for kwargs in [{"output": x}, {"out": x, "axis": 0}]:
+        with pytest.raises(TypeError, match=r"^sum\(\): incompatible function arguments"):
+            cumulus.sum(x, x, **kwargs)
 
 
 def test_out_errors():
@@ -125,6 +135,14 @@ def test_out_errors():
            cumulus.cumsum, x, 0, out=read_only)
     raises(cumulus.InvalidArgumentError, ValueError, "Sum: out is read-only",
            cumulus.sum, x, out=np.broadcast_to(np.float32(0), (2, 3)))
+    raises(cumulus.InvalidArgumentError, ValueError, "Sum: out is read-only",
+           cumulus.sum, x, x, out=read_only)
+    raises(cumulus.UnsupportedTypeError, TypeError,
+           "Sum: out has type float64 but the result has type float32; cumulus does not cast",
+           cumulus.sum, x, x, out=np.zeros((2, 3)))
+    raises(cumulus.InvalidArgumentError, ValueError,
+           "Sum: out has shape [6] but the result has shape [2, 3]",
+           cumulus.sum, x, x, out=np.zeros(6, np.float32))
     raises(cumulus.InvalidArgumentError, ValueError,
            "Sum: out has shape [3] but the result has shape [2, 3]",
            cumulus.sum, x, out=np.zeros(3, np.float32))

@@ -130,6 +130,12 @@ def test_out_overlapping_the_input_partly():
     s = np.arange(6, dtype=np.float64)
     cumulus.sum(s[:3], s[3:], out=s[1:4])
     np.testing.assert_array_equal(s, [0, 3, 5, 7, 4, 5])
+    # Long enough that writing out while reading the inputs would read results back.
+    s = np.arange(2001, dtype=np.float32)
+    expected = s.copy()
+    expected[1:1001] = s[:1000] + s[1000:2000]
+    cumulus.sum(s[:1000], s[1000:2000], out=s[1:1001])
+    np.testing.assert_array_equal(s, expected)
     # out= as a broadcast input of Sum.
     r = np.ones((3, 3))
     cumulus.sum(r[0:1], np.ones((3, 3)), out=r)
@@ -141,6 +147,15 @@ def test_sum_in_place_over_an_input():
     b = np.ones(3, np.float32)
     assert cumulus.sum(a, b, out=a) is a
     np.testing.assert_array_equal(a, np.arange(6).reshape(2, 3) + 1)
+
+
+def test_sum_in_place_over_inputs_of_its_shape():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.ones((2, 3), np.float32)
+    assert cumulus.sum(a, b, a, out=a) is a
+    np.testing.assert_array_equal(a, np.arange(6).reshape(2, 3) * 2 + 1)
+    assert cumulus.sum(a, b, out=b) is b
+    np.testing.assert_array_equal(b, np.arange(6).reshape(2, 3) * 2 + 2)
 
 
 def test_torch_views_and_non_contiguous_out():

@@ -74,6 +74,8 @@ def test_sum_layouts(rng, dtype):
         (base, other.T),
         (base[::-1], other.T[:, ::-1], base[:, 0:1]),
         (base.astype(np.dtype(dtype).newbyteorder()), misaligned),
+        (base.astype(np.dtype(dtype).newbyteorder()), base),
+        (base, base.astype(np.dtype(dtype).newbyteorder())),
         (np.asfortranarray(base), base[0], np.array(base[1, 1])),
         (base[:0], base[0]),
         (np.broadcast_to(base[2], (6, 8)), base),

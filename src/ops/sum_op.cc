@@ -8,6 +8,7 @@
 #include "core/parallel.h"
 #include "kernels/kernels.h"
 #include "ops/checks.h"
+#include "ops/sum_same_shape.h"
 #include "ops/tuning.h"
 
 namespace cumulus {
@@ -41,7 +42,11 @@ template <class T, std::size_t kInline>
 class Buffer {
  public:
   explicit Buffer(std::size_t size) : size_(size) {
-    if (size > kInline) heap_.resize(size);
+    if (size > kInline) {
+      heap_.resize(size);
+    } else {
+      std::fill_n(inline_, size, T{});  // only those in use: small calls would pay for all
+    }
   }
   std::size_t size() const { return size_; }
   T* data() { return size_ > kInline ? heap_.data() : inline_; }
@@ -50,7 +55,7 @@ class Buffer {
   const T& operator[](std::size_t i) const { return data()[i]; }
 
  private:
-  T inline_[kInline] = {};
+  T inline_[kInline];
   std::vector<T> heap_;
   std::size_t size_;
 };
@@ -58,6 +63,8 @@ class Buffer {
 // The loop nest after broadcasting and coalescing: dims[d] for d < rank, and the element stride
 // of input k along dimension d at strides[d * inputs + k] (0 where the input is broadcast).
 struct SumPlan {
+  // A constructor: GCC compiles aggregate initialisation of the plan to zeroing all of it first.
+  SumPlan(std::size_t n, std::size_t most) : inputs(n), dims(most), strides(most * n) {}
   std::size_t inputs, rank = 0;
   Buffer<std::size_t, 8> dims;
   Buffer<std::size_t, 32> strides;
@@ -80,7 +87,7 @@ SumPlan plan_sum(std::span<const ConstTensorView> inputs, std::span<const int64_
   // Dimension d folds into the one before it when every input steps through both as one run.
   // A scalar result keeps one dimension of 1, its strides 0.
   const std::size_t most = std::max<std::size_t>(rank, 1);
-  SumPlan plan{n, 0, Buffer<std::size_t, 8>(most), Buffer<std::size_t, 32>(most * n)};
+  SumPlan plan(n, most);
   for (std::size_t d = 0; d < rank; ++d) {
     const auto dim = static_cast<std::size_t>(out[d]);
     if (dim == 1) continue;
@@ -161,6 +168,45 @@ Broadcast broadcast(std::span<const ConstTensorView> inputs, SumOptions options)
   return b;
 }
 
+// The loop nest of `plan` over tiles of its innermost dimension, on the pool's threads: y's
+// `count` elements (at least one), the checks done.
+void run_sum(std::span<const ConstTensorView> inputs, TensorView y, std::size_t count,
+             const SumPlan& plan, std::size_t out_bytes) {
+  const detail::Tuning tuning = detail::tuning();
+  const std::size_t row_tile = tuning.sum_row_tile;
+  const std::size_t rank = plan.rank;
+  const std::size_t inner = plan.dims[rank - 1];
+  const std::size_t rows = count / inner;
+  const std::size_t tiles = (inner + row_tile - 1) / row_tile;
+  const std::size_t item = dtype_size(y.dtype);
+  Buffer<unsigned char, 16> steps(inputs.size());
+  for (std::size_t k = 0; k < inputs.size(); ++k) steps[k] = plan.stride(rank - 1, k) == 0 ? 0 : 1;
+  const detail::SumKernel kernel = tuning.kernel_table().sum[static_cast<int>(y.dtype)];
+  const bool stream = out_bytes >= tuning.stream_bytes;
+
+  const std::size_t grain =
+      std::max<std::size_t>(1, tuning.min_chunk_elements / std::min(inner, row_tile));
+  detail::parallel_for(rows * tiles, grain, [&](std::size_t begin, std::size_t end) {
+    Buffer<const void*, 16> operands(inputs.size());
+    const void** ptrs = operands.data();
+    for (std::size_t task = begin; task < end; ++task) {
+      const std::size_t row = task / tiles;
+      const std::size_t col = (task % tiles) * row_tile;
+      for (std::size_t k = 0; k < inputs.size(); ++k) {
+        std::size_t rest = row, offset = col * steps[k];
+        for (std::size_t d = rank - 1; d-- > 0;) {
+          offset += (rest % plan.dims[d]) * plan.stride(d, k);
+          rest /= plan.dims[d];
+        }
+        ptrs[k] = static_cast<const std::byte*>(inputs[k].data) + offset * item;
+      }
+      kernel({ptrs, steps.data(), inputs.size(),
+              static_cast<std::byte*>(y.data) + (row * inner + col) * item,
+              std::min(row_tile, inner - col), stream});
+    }
+  });
+}
+
 }  // namespace
 
 Shape sum_shape(std::span<const ConstTensorView> inputs, SumOptions options) {
@@ -198,41 +244,19 @@ void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions optio
                                      inputs[k].data, in_bytes);
   }
   if (count == 0) return;
+  run_sum(inputs, y, static_cast<std::size_t>(count), plan_sum(inputs, out), out_bytes);
+}
 
-  const detail::Tuning tuning = detail::tuning();
-  const std::size_t row_tile = tuning.sum_row_tile;
-  const SumPlan plan = plan_sum(inputs, out);
-  const std::size_t rank = plan.rank;
-  const std::size_t inner = plan.dims[rank - 1];
-  const std::size_t rows = static_cast<std::size_t>(count) / inner;
-  const std::size_t tiles = (inner + row_tile - 1) / row_tile;
-  const std::size_t item = dtype_size(y.dtype);
-  Buffer<unsigned char, 16> steps(inputs.size());
-  for (std::size_t k = 0; k < inputs.size(); ++k) steps[k] = plan.stride(rank - 1, k) == 0 ? 0 : 1;
-  const detail::SumKernel kernel = tuning.kernel_table().sum[static_cast<int>(y.dtype)];
-  const bool stream = out_bytes >= tuning.stream_bytes;
-
-  const std::size_t grain =
-      std::max<std::size_t>(1, tuning.min_chunk_elements / std::min(inner, row_tile));
-  detail::parallel_for(rows * tiles, grain, [&](std::size_t begin, std::size_t end) {
-    Buffer<const void*, 16> operands(inputs.size());
-    const void** ptrs = operands.data();
-    for (std::size_t task = begin; task < end; ++task) {
-      const std::size_t row = task / tiles;
-      const std::size_t col = (task % tiles) * row_tile;
-      for (std::size_t k = 0; k < inputs.size(); ++k) {
-        std::size_t rest = row, offset = col * steps[k];
-        for (std::size_t d = rank - 1; d-- > 0;) {
-          offset += (rest % plan.dims[d]) * plan.stride(d, k);
-          rest /= plan.dims[d];
-        }
-        ptrs[k] = static_cast<const std::byte*>(inputs[k].data) + offset * item;
-      }
-      kernel({ptrs, steps.data(), inputs.size(),
-              static_cast<std::byte*>(y.data) + (row * inner + col) * item,
-              std::min(row_tile, inner - col), stream});
-    }
-  });
+void detail::sum_same_shape(std::span<const ConstTensorView> inputs, TensorView y) {
+  std::size_t count = 1;
+  for (const int64_t d : y.shape) count *= static_cast<std::size_t>(d);
+  if (count == 0) return;
+  // One dimension, which every input steps through.
+  SumPlan plan(inputs.size(), 1);
+  plan.rank = 1;
+  plan.dims[0] = count;
+  std::fill_n(plan.strides.data(), inputs.size(), 1);
+  run_sum(inputs, y, count, plan, count * dtype_size(y.dtype));
 }
 
 Tensor sum(std::span<const ConstTensorView> inputs, SumOptions options) {

@@ -10,13 +10,20 @@
 
 namespace cumulus::detail {
 
+// A floating CumProd's product (prod.inc): (hi + lo) * 2^exp with |hi + lo| in [1, 2) (lo is 0
+// but for float64) when q == 1; otherwise q, which is 0, Inf or NaN, with hi's sign.
+struct ProductCarry {
+  double hi = 1, lo = 0, q = 1;
+  int64_t exp = 0;
+};
+
 // The accumulator a scan carries between pieces of one row: the exact sum for a floating CumSum,
-// double for a floating CumProd, the unsigned integer of the element's width (wrapping) for
+// `prod` for a floating CumProd, the unsigned integer of the element's width (wrapping) for
 // integers.
 struct Carry {
-  double f = 0;
   uint64_t u = 0;
   ExactSum sum;
+  ProductCarry prod;
 };
 
 // Scans `outer` slabs of `length` x `inner` elements, laid out contiguously, along the length

@@ -182,7 +182,10 @@ std::vector<std::byte> ScanState::to_bytes() const {
           c.sum.append_bytes(out);
           break;
         case Payload::kProduct:
-          put(out, c.f);
+          put(out, c.prod.hi);
+          put(out, c.prod.lo);
+          put(out, c.prod.q);
+          put(out, c.prod.exp);
           break;
       }
     }
@@ -256,7 +259,10 @@ ScanState ScanState::from_bytes(std::span<const std::byte> bytes) {
           }
           break;
         case Payload::kProduct:
-          c.f = body.get<double>("a line's product");
+          c.prod.hi = body.get<double>("a line's product");
+          c.prod.lo = body.get<double>("a line's product");
+          c.prod.q = body.get<double>("a line's product");
+          c.prod.exp = body.get<int64_t>("a line's product");
           break;
       }
     }

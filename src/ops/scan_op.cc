@@ -84,9 +84,8 @@ namespace {
 // from their carries, a round of pieces at a time. The cut depends on the row's length and the
 // tuning alone, never on the number of threads, so neither do the results.
 void scan_long_row(const detail::ScanKernels& kernel, const detail::Tuning& tuning,
-                   const std::byte* x, std::byte* y, std::size_t length, std::size_t item,
-                   ScanOptions options) {
-  const std::size_t piece_length = tuning.piece;
+                   std::size_t piece_length, const std::byte* x, std::byte* y, std::size_t length,
+                   std::size_t item, ScanOptions options) {
   const std::size_t per_round = tuning.pieces_per_round;
   const std::size_t pieces = (length + piece_length - 1) / piece_length;
   // Piece p in scan order: forward from the start, or backward from the end.
@@ -133,8 +132,12 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
   const std::size_t slab = length * inner;
 
   if (inner == 1 && length >= tuning.long_row) {
+    // Floating CumProd rounds in a fixed chain of spans (kernels/prod.inc): pieces of one span
+    // each carry that chain, so its bits do not depend on the tuning's piece either.
+    const std::size_t piece =
+        op == OpKind::kCumProd && is_floating(x.dtype) ? detail::kProductSpan : tuning.piece;
     for (std::size_t o = 0; o < outer; ++o) {
-      scan_long_row(kernel, tuning, xb + o * slab * item, yb + o * slab * item, length, item,
+      scan_long_row(kernel, tuning, piece, xb + o * slab * item, yb + o * slab * item, length, item,
                     options);
     }
     return;

@@ -1,0 +1,478 @@
+// Floating CumProd against an independent exact-product reference, and its bits across kernel
+// tables, thread counts, long-row splits, directions and layouts.
+//
+// The reference keeps the product as a binary128 mantissa in [1/2, 1) and an integer exponent,
+// with the sign and the zero/infinity/NaN record apart: it never over- or underflows, and after
+// 10^6 factors it is within 10^6 * 2^-113 < 2^-93 relative of the exact product. It shares no
+// code with the kernels. The kernels' proven bound (src/kernels/prod.inc) is 1/2 ulp + 2^-19 ulp
+// (float16, bfloat16, float32; float64 normal results) and 3/4 ulp + 2^-40 ulp (float64
+// subnormal results); the checks allow 1/2 + 2^-10 and 0.76 ulp, inside the promised 1 ulp.
+// CTest reruns this binary under each CUMULUS_ISA.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cumulus/ops.h"
+#include "kernels/kernels.h"
+#include "ops/tuning.h"
+#include "reference.h"
+
+namespace {
+
+using cumulus::ConstTensorView;
+using cumulus::DType;
+using cumulus::ScanOptions;
+using cumulus::TensorView;
+using cumulus::detail::KernelTable;
+using cumulus::detail::Tuning;
+using Quad = ref::Quad;
+using Shape = std::vector<int64_t>;
+using Rng = std::mt19937_64;
+
+// ---- The reference ------------------------------------------------------------------------------
+
+struct Format {
+  int precision;  // significand bits
+  int emin;       // the smallest normal value is 2^emin
+  int emax;       // the largest finite value is (2 - 2^(1 - precision)) 2^emax
+};
+template <class T>
+constexpr Format kFormat = std::is_same_v<T, double>              ? Format{53, -1022, 1023}
+                           : std::is_same_v<T, float>             ? Format{24, -126, 127}
+                           : std::is_same_v<T, cumulus::BFloat16> ? Format{8, -126, 127}
+                                                                  : Format{11, -14, 15};
+
+Quad pow2q(int64_t k) {
+  Quad p = 1;
+  const Quad step = k > 0 ? Quad(0x1p512) : Quad(0x1p-512);
+  for (; k > 512 || k<-512; k += k> 0 ? -512 : 512) p *= step;
+  return p * static_cast<Quad>(std::ldexp(1.0, static_cast<int>(k)));
+}
+
+class ExactProduct {
+ public:
+  void mul(double x) {
+    if (std::isnan(x)) {
+      nan_ = true;
+      return;
+    }
+    negative_ ^= std::signbit(x);
+    if (x == 0) {
+      zero_ = true;
+    } else if (std::isinf(x)) {
+      inf_ = true;
+    } else {
+      int k = 0;
+      const double f = std::frexp(std::fabs(x), &k);  // exact: f in [1/2, 1)
+      mant_ *= f;
+      exp_ += k;
+      if (mant_ < Quad(0.5)) {
+        mant_ *= 2;
+        exp_ -= 1;
+      }
+    }
+  }
+
+  // Empty when `got` is within `tol` ulps of the product (ulps of T at the product), and has its
+  // IEEE class and sign; else what is wrong.
+  template <class T>
+  std::string check(T got, double tol_normal, double tol_subnormal) const {
+    const double g = ref::Num<T>::to_double(got);
+    const Format f = kFormat<T>;
+    if (nan_ || (zero_ && inf_)) return std::isnan(g) ? "" : "expected NaN, got " + text(g);
+    if (std::isnan(g)) return "expected a number, got NaN";
+    if (std::signbit(g) != negative_) return "wrong sign: got " + text(g);
+    if (inf_) return std::isinf(g) ? "" : "expected Inf, got " + text(g);
+    if (zero_) return g == 0 ? "" : "expected 0, got " + text(g);
+    // |product| = mant_ 2^exp_, in [2^(exp_ - 1), 2^exp_).
+    if (exp_ - 1 > f.emax + 1) return std::isinf(g) ? "" : "expected Inf, got " + text(g);
+    if (exp_ < f.emin - f.precision - 1) return g == 0 ? "" : "expected 0, got " + text(g);
+    const int64_t ulp_exp = std::max<int64_t>(exp_ - 1, f.emin) - (f.precision - 1);
+    const Quad exact = mant_ * pow2q(exp_ - ulp_exp);  // in ulps
+    if (std::isinf(g)) {
+      // Inf is right past max + 1/2 ulp: (2^p - 1/2) ulps of the top binade.
+      const Quad threshold = pow2q(f.precision) - Quad(0.5);
+      const bool top = exp_ - 1 >= f.emax;
+      const Quad in_top = top ? mant_ * pow2q(exp_ - (f.emax - (f.precision - 1))) : 0;
+      return top && in_top >= threshold - Quad(0x1p-20) ? "" : "overflowed to " + text(g);
+    }
+    const Quad mine = static_cast<Quad>(std::fabs(g)) * pow2q(-ulp_exp);
+    const Quad err = mine > exact ? mine - exact : exact - mine;
+    const double tol = exp_ - 1 >= f.emin ? tol_normal : tol_subnormal;
+    if (err <= Quad(tol)) return "";
+    return "got " + text(g) + ", " + std::to_string(static_cast<double>(err)) +
+           " ulps from the exact product (allowed " + std::to_string(tol) + ")";
+  }
+
+ private:
+  static std::string text(double d) { return ref::double_string(d); }
+  Quad mant_ = 0.5;
+  int64_t exp_ = 1;
+  bool negative_ = false, zero_ = false, inf_ = false, nan_ = false;
+};
+
+// The allowed errors, in ulps: the proven bounds (see the top) with a margin.
+constexpr double kTolNormal = 0.5 + 0x1p-10;
+template <class T>
+constexpr double kTolSubnormal = std::is_same_v<T, double> ? 0.76 : kTolNormal;
+
+// Every output of a scan of `length` terms starting at `x` (stride `stride`) checked against the
+// reference; returns the number of misses, reporting the first few.
+template <class T>
+int check_line(const T* x, const T* y, std::size_t length, std::size_t stride, ScanOptions o,
+               const std::string& what) {
+  ExactProduct p;
+  int misses = 0;
+  for (std::size_t s = 0; s < length; ++s) {
+    const std::size_t i = (o.reverse ? length - 1 - s : s) * stride;
+    const double term = ref::Num<T>::to_double(x[i]);
+    if (!o.exclusive) p.mul(term);
+    const std::string miss = p.check(y[i], kTolNormal, kTolSubnormal<T>);
+    if (o.exclusive) p.mul(term);
+    if (!miss.empty() && ++misses <= 3) ADD_FAILURE() << what << ", output " << s << ": " << miss;
+  }
+  return misses;
+}
+
+// ---- Running the library ------------------------------------------------------------------------
+
+class ScopedTuning {
+ public:
+  explicit ScopedTuning(const Tuning& values) { cumulus::detail::set_tuning(values); }
+  ~ScopedTuning() { cumulus::detail::set_tuning({}); }
+  ScopedTuning(const ScopedTuning&) = delete;
+  ScopedTuning& operator=(const ScopedTuning&) = delete;
+};
+
+class ScopedThreads {
+ public:
+  explicit ScopedThreads(int n) { cumulus::set_num_threads(n); }
+  ~ScopedThreads() { cumulus::set_num_threads(saved_); }
+  ScopedThreads(const ScopedThreads&) = delete;
+  ScopedThreads& operator=(const ScopedThreads&) = delete;
+
+ private:
+  int saved_ = cumulus::num_threads();
+};
+
+template <class T>
+std::vector<T> cumprod(const std::vector<T>& x, const Shape& shape, ScanOptions o,
+                       bool in_place = false) {
+  constexpr DType kType = cumulus::dtype_of<T>;
+  std::vector<T> y = x;
+  cumulus::cumprod(ConstTensorView(kType, shape, in_place ? y.data() : x.data()), 0,
+                   TensorView{kType, shape, y.data()}, o);
+  return y;
+}
+
+// The kernel tables this CPU can run.
+std::vector<const KernelTable*> tables() {
+  std::vector<const KernelTable*> t{&cumulus::detail::scalar_kernels()};
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    t.push_back(&cumulus::detail::avx2_kernels());
+  }
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
+    t.push_back(&cumulus::detail::avx512_kernels());
+  }
+  return t;
+}
+
+constexpr ScanOptions kModes[] = {{false, false}, {true, false}, {false, true}, {true, true}};
+std::string mode_name(ScanOptions o) {
+  return std::string(o.exclusive ? "exclusive" : "inclusive") + (o.reverse ? " reverse" : "");
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// ---- Data ---------------------------------------------------------------------------------------
+
+double uniform(Rng& rng, double lo, double hi) {
+  return lo + (hi - lo) * static_cast<double>(rng() >> 11) * 0x1p-53;
+}
+template <class T>
+T rounded(double d) {
+  return ref::Num<T>::from_double_rounded(d);
+}
+// A random significand in [1, 2) with a random sign, at T's precision.
+template <class T>
+double mantissa(Rng& rng) {
+  const double m = ref::Num<T>::to_double(rounded<T>(uniform(rng, 1, 2)));
+  return rng() % 2 != 0 ? -m : m;
+}
+
+enum class Pattern { kNearOne, kExcursions, kSubnormals, kSpecials };
+const char* pattern_name(Pattern p) {
+  return p == Pattern::kNearOne      ? "near one"
+         : p == Pattern::kExcursions ? "excursions"
+         : p == Pattern::kSubnormals ? "subnormals"
+                                     : "specials";
+}
+
+// kNearOne: factors 1 +- up to 2^-4, signs random: long products that drift slowly.
+// kExcursions: runs of the largest binade's factors then of the smallest normal binade's, so the
+// prefixes leave T's range (and double's) and come back; float64 1e300 1e300 1e-300 1e-300.
+// kSubnormals: T's subnormal factors among large ones, the product returning to range.
+// kSpecials: near one, with +-0, +-Inf and NaN here and there.
+template <class T>
+std::vector<T> make_terms(Pattern pattern, Rng& rng, std::size_t n) {
+  const Format f = kFormat<T>;
+  std::vector<T> v(n);
+  int pending = 0;  // kSubnormals: the binades to climb back
+  for (std::size_t i = 0; i < n; ++i) {
+    double d = 1 + uniform(rng, -0x1p-4, 0x1p-4);
+    if (rng() % 2 != 0) d = -d;
+    switch (pattern) {
+      case Pattern::kNearOne:
+        break;
+      case Pattern::kExcursions: {
+        const std::size_t phase = i % 19;
+        if constexpr (std::is_same_v<T, double>) {
+          d = phase < 2 ? 1e300 : phase < 4 ? 1e-300 : phase < 8 ? 1e300 : phase < 12 ? 1e-300 : d;
+        } else {
+          // Nine up, nine down, then one that takes the nineteen bits their significands added.
+          const double m = mantissa<T>(rng);
+          d = phase < 9 ? std::ldexp(m, f.emax) : phase < 18 ? std::ldexp(m, f.emin) : d / 0x1p19;
+        }
+        break;
+      }
+      case Pattern::kSubnormals: {
+        // A subnormal, then two large factors that bring the product back near 1.
+        const std::size_t phase = i % 4;
+        if (phase == 0) {
+          const int below = static_cast<int>(rng() % static_cast<unsigned>(f.precision - 1)) + 1;
+          d = mantissa<T>(rng) * std::ldexp(1.0, f.emin - below);
+          pending = below - f.emin;
+        }
+        if (phase == 1) d = std::ldexp(mantissa<T>(rng), pending / 2);
+        if (phase == 2) d = std::ldexp(mantissa<T>(rng), pending - pending / 2 - 1);
+        break;
+      }
+      case Pattern::kSpecials: {
+        const uint64_t r = rng() % 4096;
+        if (r == 0) d = 0.0;
+        if (r == 1) d = -0.0;
+        if (r == 2) d = INFINITY;
+        if (r == 3) d = -INFINITY;
+        if (r == 4) d = NAN;
+        break;
+      }
+    }
+    v[i] = rounded<T>(d);
+  }
+  return v;
+}
+
+template <class T>
+class ExactProd : public ::testing::Test {};
+using Types = ::testing::Types<float, double, cumulus::Float16, cumulus::BFloat16>;
+class TypeNames {
+ public:
+  template <class T>
+  static std::string GetName(int) {
+    return std::string(cumulus::dtype_name(cumulus::dtype_of<T>));
+  }
+};
+TYPED_TEST_SUITE(ExactProd, Types, TypeNames);
+
+constexpr Pattern kPatterns[] = {Pattern::kNearOne, Pattern::kExcursions, Pattern::kSubnormals,
+                                 Pattern::kSpecials};
+
+// Every output of rows longer than several spans within the bound, every direction.
+TYPED_TEST(ExactProd, RowsWithinTheBound) {
+  using T = TypeParam;
+  Rng rng(20261201);
+  for (Pattern pattern : kPatterns) {
+    const std::vector<T> x = make_terms<T>(pattern, rng, 3 * cumulus::detail::kProductSpan + 1001);
+    for (ScanOptions o : kModes) {
+      const std::vector<T> y = cumprod(x, {static_cast<int64_t>(x.size())}, o);
+      const std::string what = std::string(pattern_name(pattern)) + ", " + mode_name(o);
+      EXPECT_EQ(check_line(x.data(), y.data(), x.size(), 1, o, what), 0) << what;
+    }
+  }
+}
+
+// Columns: each along the outer axis, with the column tiles the ops layer cuts.
+TYPED_TEST(ExactProd, ColumnsWithinTheBound) {
+  using T = TypeParam;
+  Rng rng(7);
+  constexpr std::size_t kLength = 5000, kColumns = 13;
+  Tuning t;
+  t.column_tile = 5;
+  const ScopedTuning tuning(t);
+  for (Pattern pattern : kPatterns) {
+    const std::vector<T> x = make_terms<T>(pattern, rng, kLength * kColumns);
+    for (ScanOptions o : kModes) {
+      const std::vector<T> y = cumprod(x, {kLength, kColumns}, o);
+      for (std::size_t c = 0; c < kColumns; ++c) {
+        const std::string what = std::string(pattern_name(pattern)) + ", " + mode_name(o) +
+                                 ", column " + std::to_string(c);
+        EXPECT_EQ(check_line(x.data() + c, y.data() + c, kLength, kColumns, o, what), 0) << what;
+      }
+    }
+  }
+}
+
+// IEEE rules in short rows: 0 * Inf is NaN, a zero's sign is the XOR of the terms' signs.
+TYPED_TEST(ExactProd, ZerosInfinitiesAndNaN) {
+  using T = TypeParam;
+  const std::vector<std::vector<double>> rows = {
+      {2, -0.0, 3, -1, INFINITY, 5}, {-0.0, -0.0, -2, 0.5},
+      {INFINITY, -2, -INFINITY, 0},  {NAN, 1, 2, 3},
+      {3, -INFINITY, 2, NAN, 4},     {0.0, 0.0, -1, -1, -1}};
+  for (const auto& row : rows) {
+    std::vector<T> x;
+    for (double d : row) x.push_back(rounded<T>(d));
+    for (ScanOptions o : kModes) {
+      const std::vector<T> y = cumprod(x, {static_cast<int64_t>(x.size())}, o);
+      EXPECT_EQ(check_line(x.data(), y.data(), x.size(), 1, o, mode_name(o)), 0);
+    }
+  }
+}
+
+// 10^6 factors: the bound holds at the promise's length, a row and columns.
+template <class T>
+void check_million_terms() {
+  Rng rng(1000000);
+  constexpr std::size_t kTerms = 1000000;
+  for (Pattern pattern : {Pattern::kNearOne, Pattern::kExcursions}) {
+    const std::vector<T> x = make_terms<T>(pattern, rng, kTerms);
+    const ScanOptions o{};
+    const std::vector<T> y = cumprod(x, {kTerms}, o);
+    EXPECT_EQ(check_line(x.data(), y.data(), kTerms, 1, o, pattern_name(pattern)), 0);
+    const std::vector<T> col = cumprod(x, {kTerms / 2, 2}, {false, true});
+    EXPECT_EQ(check_line(x.data(), col.data(), kTerms / 2, 2, {false, true}, "column"), 0);
+  }
+}
+TEST(ExactProdLong, Float32MillionTerms) { check_million_terms<float>(); }
+TEST(ExactProdLong, Float64MillionTerms) { check_million_terms<double>(); }
+
+// A piece's total and the combine of two, at their full precision (the outputs' last rounding
+// hides most differences of order): the same bits from every kernel table.
+TYPED_TEST(ExactProd, TotalsIdenticalAcrossTables) {
+  using T = TypeParam;
+  Rng rng(5);
+  const auto d = static_cast<int>(cumulus::dtype_of<T>);
+  for (Pattern pattern : kPatterns) {
+    const std::vector<T> x = make_terms<T>(pattern, rng, 2 * cumulus::detail::kProductSpan);
+    const auto& scalar = cumulus::detail::scalar_kernels().cumprod[d];
+    const auto bits = [](const cumulus::detail::Carry& c) {
+      const auto& p = c.prod;
+      return std::vector<uint64_t>{std::bit_cast<uint64_t>(p.hi), std::bit_cast<uint64_t>(p.lo),
+                                   std::bit_cast<uint64_t>(p.q), static_cast<uint64_t>(p.exp)};
+    };
+    const std::size_t half = x.size() / 2;
+    const auto a = scalar.total(x.data(), half);
+    const auto b = scalar.total(x.data() + half, x.size() - half);
+    for (const KernelTable* table : tables()) {
+      const auto& k = table->cumprod[d];
+      EXPECT_EQ(bits(k.total(x.data(), half)), bits(a)) << pattern_name(pattern) << table->isa;
+      EXPECT_EQ(bits(k.combine(a, b)), bits(scalar.combine(a, b))) << table->isa;
+    }
+  }
+}
+
+// The ops layer hands floating CumProd's kernels pieces of exactly one span, whatever the
+// tuning's piece: the span is the kernels' evaluation order. A table that records the lengths
+// its total() is asked for sees the cut.
+std::vector<std::size_t> g_total_lengths;
+cumulus::detail::Carry recording_total(const void* x, std::size_t n) noexcept {
+  g_total_lengths.push_back(n);
+  return cumulus::detail::scalar_kernels().cumprod[static_cast<int>(DType::kFloat32)].total(x, n);
+}
+TEST(ExactProdPieces, LongRowsAreCutIntoSpans) {
+  constexpr std::size_t kSpan = cumulus::detail::kProductSpan;
+  KernelTable recording = cumulus::detail::scalar_kernels();
+  recording.cumprod[static_cast<int>(DType::kFloat32)].total = &recording_total;
+  Rng rng(3);
+  const std::vector<float> x = make_terms<float>(Pattern::kNearOne, rng, 3 * kSpan + 5);
+  const Shape row = {static_cast<int64_t>(x.size())};
+  Tuning t;
+  t.long_row = 1;
+  t.piece = 37;
+  t.pieces_per_round = 2;
+  t.table = &recording;
+  g_total_lengths.clear();
+  std::vector<float> split;
+  {
+    const ScopedTuning s(t);
+    const ScopedThreads one(1);  // the recording is not thread-safe
+    split = cumprod(x, row, {});
+  }
+  EXPECT_EQ(g_total_lengths, (std::vector<std::size_t>{kSpan, kSpan, kSpan, 5}));
+  Tuning whole;
+  whole.table = &cumulus::detail::scalar_kernels();
+  const ScopedTuning s(whole);
+  EXPECT_TRUE(same_bits(split, cumprod(x, row, {})));
+}
+
+// The same bits from every kernel table, thread count and long-row split, for every direction;
+// in place too.
+TYPED_TEST(ExactProd, BitsIdenticalEverywhere) {
+  using T = TypeParam;
+  Rng rng(99);
+  constexpr std::size_t kSpan = cumulus::detail::kProductSpan;
+  Tuning split;  // one-piece rounds
+  split.long_row = 1;
+  split.pieces_per_round = 1;
+  Tuning rounds;  // several pieces a round, tiny tuning pieces (floating CumProd keeps its span)
+  rounds.long_row = 2 * kSpan;
+  rounds.piece = 37;
+  rounds.pieces_per_round = 3;
+  rounds.min_chunk_elements = 1;
+  Tuning columns;
+  columns.column_tile = 3;
+  columns.min_chunk_elements = 1;
+  const Tuning tunings[] = {Tuning{}, split, rounds, columns};
+  for (Pattern pattern : kPatterns) {
+    const std::vector<T> x = make_terms<T>(pattern, rng, 5 * kSpan + 333);
+    const Shape row = {static_cast<int64_t>(x.size())};
+    const Shape cols = {static_cast<int64_t>(x.size() / 3), 3};
+    for (ScanOptions o : kModes) {
+      Tuning base;
+      base.table = &cumulus::detail::scalar_kernels();
+      std::vector<T> want_row, want_cols;
+      {
+        const ScopedTuning s(base);
+        const ScopedThreads one(1);
+        want_row = cumprod(x, row, o);
+        want_cols = cumprod(x, cols, o);
+      }
+      int differences = 0;
+      for (const KernelTable* table : tables()) {
+        for (int threads : {1, 2, 3, 8}) {
+          for (std::size_t k = 0; k < std::size(tunings); ++k) {
+            Tuning t = tunings[k];
+            t.table = table;
+            const ScopedTuning s(t);
+            const ScopedThreads th(threads);
+            const std::string what = std::string(pattern_name(pattern)) + ", " + mode_name(o) +
+                                     ", " + table->isa + ", " + std::to_string(threads) +
+                                     " threads, tuning " + std::to_string(k);
+            const bool in_place = threads == 3;
+            if (!same_bits(cumprod(x, row, o, in_place), want_row) && ++differences <= 5) {
+              ADD_FAILURE() << "row: " << what;
+            }
+            if (!same_bits(cumprod(x, cols, o, in_place), want_cols) && ++differences <= 5) {
+              ADD_FAILURE() << "columns: " << what;
+            }
+          }
+        }
+      }
+      EXPECT_EQ(differences, 0);
+    }
+  }
+}
+
+}  // namespace

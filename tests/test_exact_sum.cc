@@ -384,6 +384,28 @@ TEST(ExactSum, TiesDecidedFarBelowTheLastPlace) {
   });
 }
 
+// The same tie with its deciding term broadcast: a broadcast operand's range counts too.
+TEST(ExactSum, BroadcastTermsCountInTheRange) {
+  each_type([]<class T>(T) {
+    const int p = Traits<T>::kFormat.precision;
+    const double half = std::ldexp(1.0, -p);
+    const int far = std::max(Traits<T>::kFormat.emin - p + 2, -1000);
+    Case<T> c{{{77}, {77}, {}}, {}};
+    c.terms.emplace_back(77, value<T>(1));
+    c.terms.emplace_back(77, value<T>(half));
+    c.terms.push_back({value<T>(std::ldexp(1.0, far))});
+    check_case<T>("1 + half ulp + broadcast tiny", c);
+  });
+}
+
+// Three float32 terms 29 exponents apart, just past the range whose double sum is exact for three
+// terms (27): the last addition in double leaves a tie at 2 + 2^-23, a float32 midpoint, and
+// loses the 2^-52 that decides it.
+TEST(ExactSum, JustPastTheDoublePathsRange) {
+  const float a = 2 - 0x1p-23f, b = 127 * 0x1p-29f, c = 0x1p-29f + 0x1p-52f;
+  check_case<float>("(2 - 2^-23) + 127 2^-29 + (2^-29 + 2^-52)", constant<float>({a, b, c}, 45));
+}
+
 TEST(ExactSum, BeyondTheRangeAndBack) {
   each_type([]<class T>(T) {
     const T max = make<T>(false, max_biased<T>(), ~uint64_t{0});

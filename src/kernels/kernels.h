@@ -54,8 +54,8 @@ using TotalKernel = Carry (*)(const void* x, std::size_t n) noexcept;
 // a + b (or a * b) in the accumulator type of `dtype`, in scan order.
 using CombineKernel = Carry (*)(Carry a, Carry b) noexcept;
 
-// y[j] = in[0][j * step[0]] + in[1][j * step[1]] + ... for j < count, left to right in the wide
-// type; each step is 0 (a broadcast operand) or 1. y may equal an input with step 1.
+// y[j] = in[0][j * step[0]] + in[1][j * step[1]] + ... for j < count, the exact sum rounded once
+// (sum.inc); each step is 0 (a broadcast operand) or 1. y may equal an input with step 1.
 struct SumRow {
   const void* const* inputs;
   const unsigned char* steps;

@@ -424,6 +424,51 @@ TEST_F(CliScan, PeakMemoryStaysUnderTheBudget) {
   }
 }
 
+// With stderr a terminal, a progress line (bytes done of the total, rate, time left) is drawn
+// there and cleared at the end; elsewhere stderr stays empty (the tests above).
+TEST_F(CliScan, ProgressOnATerminalOnly) {
+  const Shape shape = {256, 4096};
+  write_big_file(dir_ / "in.npy", shape);
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  const std::string terminal = ::ptsname(master);
+  std::vector<std::string> words = {
+      CUMULUS_CLI, "scan", (dir_ / "in.npy").string(), (dir_ / "out.npy").string(), "--axis", "0",
+      "--memory",  "64K"};
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int slave = ::open(terminal.c_str(), O_RDWR | O_NOCTTY);
+    const int null = ::open("/dev/null", O_RDWR);
+    if (slave < 0 || null < 0 || ::dup2(null, 0) < 0 || ::dup2(null, 1) < 0 ||
+        ::dup2(slave, 2) < 0) {
+      ::_exit(126);
+    }
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  std::string shown;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(master, buffer, sizeof buffer);
+    if (n <= 0) break;  // EIO once the child's end is closed
+    shown.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(master);
+  int raw = 0;
+  ASSERT_EQ(::waitpid(pid, &raw, 0), pid);
+  EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0);
+  EXPECT_THAT(shown, HasSubstr("\rscan: "));
+  EXPECT_THAT(shown, HasSubstr(" of 4.0 MiB ("));
+  EXPECT_THAT(shown, HasSubstr("/s, "));
+  EXPECT_THAT(shown, HasSubstr(" left"));
+  EXPECT_THAT(shown, ::testing::EndsWith("\r\x1b[K"));
+}
+
 // ---- Failures leave nothing ---------------------------------------------------------------------
 
 // The size of a regular file in `dir` that process `pid` holds open, under any name or none.

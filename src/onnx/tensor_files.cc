@@ -1,4 +1,6 @@
 // Tensor files: ONNX TensorProto (.pb) and NumPy .npy, and the file I/O under them.
+#include "onnx/tensor_files.h"
+
 #include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <sys/stat.h>
@@ -368,41 +370,48 @@ T read_le(std::span<const std::byte> bytes, std::size_t offset) {
   return value;
 }
 
-Tensor parse_npy_from(std::span<const std::byte> bytes, std::string_view what) {
-  const std::size_t size = bytes.size();
-  if (size < kNpyMagic.size() ||
-      std::memcmp(bytes.data(), kNpyMagic.data(), kNpyMagic.size()) != 0) {
+// Version 1.0 has a 16-bit header length, 2.0 and 3.0 (UTF-8 header) a 32-bit one.
+constexpr std::size_t npy_header_begin(unsigned major) { return major == 1 ? 10 : 12; }
+
+// `head` holds at least npy_header_begin(major) bytes.
+std::size_t npy_header_length(std::span<const std::byte> head, unsigned major) {
+  return major == 1 ? read_le<uint16_t>(head, 8) : read_le<uint32_t>(head, 8);
+}
+
+// Everything up to the data, checked against `size`, the file's size: `head` is the file's start,
+// through the header or all of a shorter file.
+NpyLayout parse_npy_layout(std::span<const std::byte> head, std::size_t size, std::string_view what,
+                           bool fortran_allowed) {
+  if (head.size() < kNpyMagic.size() ||
+      std::memcmp(head.data(), kNpyMagic.data(), kNpyMagic.size()) != 0) {
     fail(ErrorCode::kParse, "{}: not a .npy file (it does not start with \"\\x93NUMPY\")", what);
   }
   if (size < 8) {
     fail(ErrorCode::kParse, "{}: truncated: {} bytes end before the format version", what, size);
   }
-  const auto major = static_cast<unsigned>(bytes[6]);
-  const auto minor = static_cast<unsigned>(bytes[7]);
+  const auto major = static_cast<unsigned>(head[6]);
+  const auto minor = static_cast<unsigned>(head[7]);
   if (minor != 0 || major < 1 || major > 3) {
     fail(ErrorCode::kUnsupported,
          "{}: format version {}.{} is not supported (known: 1.0, 2.0, 3.0)", what, major, minor);
   }
-  // Version 1.0 has a 16-bit header length, 2.0 and 3.0 (UTF-8 header) a 32-bit one.
-  const std::size_t length_size = major == 1 ? 2 : 4;
-  const std::size_t header_begin = 8 + length_size;
+  const std::size_t header_begin = npy_header_begin(major);
   if (size < header_begin) {
     fail(ErrorCode::kParse, "{}: truncated: {} bytes end inside the header length", what, size);
   }
-  const std::size_t header_length =
-      major == 1 ? read_le<uint16_t>(bytes, 8) : read_le<uint32_t>(bytes, 8);
+  const std::size_t header_length = npy_header_length(head, major);
   if (header_length > size - header_begin) {
     fail(ErrorCode::kParse,
          "{}: truncated: the header of {} bytes runs past the end of the file "
          "({} bytes)",
          what, header_length, size);
   }
-  const std::string_view text(reinterpret_cast<const char*>(bytes.data()) + header_begin,
+  const std::string_view text(reinterpret_cast<const char*>(head.data()) + header_begin,
                               header_length);
   const NpyHeader header = NpyHeaderParser(text, what).parse();
 
   const DType dtype = npy_dtype(header.descr, what);
-  if (header.fortran_order) {
+  if (header.fortran_order && !fortran_allowed) {
     fail(ErrorCode::kUnsupported,
          "{}: fortran_order True is not supported; save the array in C order, e.g. "
          "np.ascontiguousarray(a)",
@@ -421,8 +430,13 @@ Tensor parse_npy_from(std::span<const std::byte> bytes, std::string_view what) {
     fail(ErrorCode::kParse, "{}: {} bytes follow the {} bytes of data that {} of '{}' needs", what,
          available - nbytes, nbytes, shape_text, header.descr);
   }
-  Tensor t(dtype, header.shape);
-  copy_bytes(t.raw(), bytes.data() + data_begin, nbytes);
+  return {dtype, header.fortran_order, header.shape, data_begin, nbytes};
+}
+
+Tensor parse_npy_from(std::span<const std::byte> bytes, std::string_view what) {
+  const NpyLayout layout = parse_npy_layout(bytes, bytes.size(), what, false);
+  Tensor t(layout.dtype, layout.shape);
+  copy_bytes(t.raw(), bytes.data() + layout.data_offset, layout.data_bytes);
   return t;
 }
 
@@ -430,118 +444,141 @@ Tensor parse_npy_from(std::span<const std::byte> bytes, std::string_view what) {
 
 std::string errno_text(int error) { return std::generic_category().message(error); }
 
-// Closes a descriptor on every path out of a scope.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  // Closes now, so the caller can check the result (for writes, close can report lost data).
-  int close() { return ::close(std::exchange(fd_, -1)); }
+}  // namespace
 
- private:
-  int fd_;
-};
+Fd::~Fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
 
-// A new file next to the target, renamed over it once whole. Where the file system allows, the
-// file has no name until then (O_TMPFILE), so even a process killed midway leaves nothing behind;
-// elsewhere it has a hidden name, removed on failure.
-class TempFile {
- public:
-  explicit TempFile(const fs::path& target)
-      : target_(target), folder_(target.has_parent_path() ? target.parent_path() : ".") {
-    // 0666 leaves the permissions to the umask, as for any newly created file. An unnamed file
-    // is named through /proc at the end (linkat with AT_EMPTY_PATH needs privileges).
-    if (::access("/proc/self/fd", X_OK) == 0) {
-      const int fd = ::open(folder_.c_str(), O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
-      if (fd >= 0) {
-        fd_.emplace(fd);
-        return;
-      }
-      // File systems without O_TMPFILE say EOPNOTSUPP; kernels older than 3.11 say EISDIR.
-      if (errno != EOPNOTSUPP && errno != EISDIR) fail_io(create_step(), errno);
-    }
-    name_file(create_step(), [this](const fs::path& path) {
-      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd < 0) return errno;
+int Fd::close() { return ::close(std::exchange(fd_, -1)); }
+
+TempFile::TempFile(const fs::path& target)
+    : target_(target), folder_(target.has_parent_path() ? target.parent_path() : ".") {
+  // 0666 leaves the permissions to the umask, as for any newly created file. An unnamed file
+  // is named through /proc at the end (linkat with AT_EMPTY_PATH needs privileges).
+  if (::access("/proc/self/fd", X_OK) == 0) {
+    const int fd = ::open(folder_.c_str(), O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
+    if (fd >= 0) {
       fd_.emplace(fd);
-      return 0;
+      return;
+    }
+    // File systems without O_TMPFILE say EOPNOTSUPP; kernels older than 3.11 say EISDIR.
+    if (errno != EOPNOTSUPP && errno != EISDIR) fail_io(create_step(), errno);
+  }
+  name_file(create_step(), [this](const fs::path& path) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) return errno;
+    fd_.emplace(fd);
+    return 0;
+  });
+}
+
+TempFile::~TempFile() {
+  fd_.reset();
+  if (!renamed_ && !path_.empty()) ::unlink(path_.c_str());
+}
+
+void TempFile::write(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd_->get(), bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_io("write failed", errno);
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+void TempFile::write_at(std::span<const std::byte> bytes, uint64_t offset) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::pwrite(fd_->get(), bytes.data(), bytes.size(), static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_io("write failed", errno);
+    }
+    bytes = bytes.subspan(static_cast<std::size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
+void TempFile::commit() {
+  if (::fsync(fd_->get()) != 0) fail_io("fsync failed", errno);
+  if (path_.empty()) {
+    const std::string self = fmt::format("/proc/self/fd/{}", fd_->get());
+    name_file("cannot name the temporary file", [&self](const fs::path& path) {
+      return ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0
+                 ? 0
+                 : errno;
     });
   }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  ~TempFile() {
-    fd_.reset();
-    if (!renamed_ && !path_.empty()) ::unlink(path_.c_str());
+  if (fd_->close() != 0) fail_io("close failed", errno);
+  if (::rename(path_.c_str(), target_.c_str()) != 0) {
+    fail_io(fmt::format("cannot rename '{}' over it", path_.filename().string()), errno);
   }
+  renamed_ = true;
+}
 
-  void write(std::string_view bytes) {
-    while (!bytes.empty()) {
-      const ssize_t n = ::write(fd_->get(), bytes.data(), bytes.size());
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fail_io("write failed", errno);
+std::string TempFile::create_step() const {
+  return fmt::format("cannot create a temporary file in '{}'", folder_.string());
+}
+
+// Gives the file a fresh hidden name next to the target: `make(path)` creates it there and
+// returns 0 or an errno. It never replaces a file; on the rare name clash, another name.
+template <class Make>
+void TempFile::name_file(std::string_view step, Make make) {
+  static std::atomic<uint64_t> counter{0};
+  std::random_device random;
+  int error = EEXIST;
+  for (int attempt = 0; attempt < 100 && error == EEXIST; ++attempt) {
+    const fs::path path = folder_ / fmt::format(".{}.tmp{}.{}.{:08x}", target_.filename().string(),
+                                                ::getpid(), counter.fetch_add(1), random());
+    error = make(path);
+    if (error == 0) path_ = path;
+  }
+  if (error != 0) fail_io(step, error);
+}
+
+void TempFile::fail_io(std::string_view step, int error) const {
+  fail(ErrorCode::kIo, "cannot write '{}': {}: {}", target_.string(), step, errno_text(error));
+}
+
+NpyLayout read_npy_layout(int fd, const fs::path& path, std::string_view what) {
+  const auto fail_read = [&path](int error) {
+    fail(ErrorCode::kIo, "cannot read '{}': {}", path.string(), errno_text(error));
+  };
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) fail_read(errno);
+  if (!S_ISREG(info.st_mode)) {
+    fail(ErrorCode::kIo, "cannot read '{}': not a regular file", path.string());
+  }
+  const auto size = static_cast<std::size_t>(info.st_size);
+  const auto read_head = [&](std::size_t n) {
+    std::string head(n, '\0');
+    std::size_t used = 0;
+    while (used < n) {
+      const ssize_t got = ::pread(fd, head.data() + used, n - used, static_cast<off_t>(used));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) fail_read(errno);
+      if (got == 0) {
+        fail(ErrorCode::kIo, "cannot read '{}': it ended at {} bytes, its size said {}",
+             path.string(), used, size);
       }
-      bytes.remove_prefix(static_cast<std::size_t>(n));
+      used += static_cast<std::size_t>(got);
+    }
+    return head;
+  };
+  std::string head = read_head(std::min(size, npy_header_begin(2)));
+  const auto major = head.size() >= 8 ? static_cast<unsigned>(head[6]) : 0u;
+  if (head.starts_with(kNpyMagic) && major >= 1 && major <= 3 &&
+      head.size() >= npy_header_begin(major)) {
+    const std::size_t header_length = npy_header_length(as_bytes(head), major);
+    if (header_length <= size - npy_header_begin(major)) {
+      check_memory_limit(header_length, fmt::format("the header of {}", what));
+      head = read_head(npy_header_begin(major) + header_length);
     }
   }
-
-  // Makes the contents durable before the rename, so the target is never seen half written.
-  void commit() {
-    if (::fsync(fd_->get()) != 0) fail_io("fsync failed", errno);
-    if (path_.empty()) {
-      const std::string self = fmt::format("/proc/self/fd/{}", fd_->get());
-      name_file("cannot name the temporary file", [&self](const fs::path& path) {
-        return ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0
-                   ? 0
-                   : errno;
-      });
-    }
-    if (fd_->close() != 0) fail_io("close failed", errno);
-    if (::rename(path_.c_str(), target_.c_str()) != 0) {
-      fail_io(fmt::format("cannot rename '{}' over it", path_.filename().string()), errno);
-    }
-    renamed_ = true;
-  }
-
- private:
-  std::string create_step() const {
-    return fmt::format("cannot create a temporary file in '{}'", folder_.string());
-  }
-
-  // Gives the file a fresh hidden name next to the target: `make(path)` creates it there and
-  // returns 0 or an errno. It never replaces a file; on the rare name clash, another name.
-  template <class Make>
-  void name_file(std::string_view step, Make make) {
-    static std::atomic<uint64_t> counter{0};
-    std::random_device random;
-    int error = EEXIST;
-    for (int attempt = 0; attempt < 100 && error == EEXIST; ++attempt) {
-      const fs::path path =
-          folder_ / fmt::format(".{}.tmp{}.{}.{:08x}", target_.filename().string(), ::getpid(),
-                                counter.fetch_add(1), random());
-      error = make(path);
-      if (error == 0) path_ = path;
-    }
-    if (error != 0) fail_io(step, error);
-  }
-
-  [[noreturn]] void fail_io(std::string_view step, int error) const {
-    fail(ErrorCode::kIo, "cannot write '{}': {}: {}", target_.string(), step, errno_text(error));
-  }
-
-  fs::path target_;
-  fs::path folder_;
-  fs::path path_;  // empty while the file has no name
-  std::optional<Fd> fd_;
-  bool renamed_ = false;
-};
-
-}  // namespace
+  return parse_npy_layout(as_bytes(head), size, what, true);
+}
 
 void check_protobuf_size(std::size_t bytes, std::string_view what) {
   if (bytes > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
@@ -650,27 +687,25 @@ std::string serialize_tensor_proto(ConstTensorView tensor, std::string_view name
 
 Tensor parse_npy(std::span<const std::byte> bytes) { return parse_npy_from(bytes, "npy"); }
 
-std::string serialize_npy(ConstTensorView tensor) {
-  const std::string descr = npy_descr(tensor.dtype);
-  const std::string shape_text = fmt::format("shape {}", shape_tuple(tensor.shape));
-  const std::size_t nbytes =
-      checked_bytes(element_count(tensor.shape), tensor.dtype, "npy", shape_text);
-
+std::string npy_header(DType dtype, std::span<const int64_t> shape, bool fortran_order) {
+  const std::string descr = npy_descr(dtype);
   // Exactly what numpy.save writes: keys sorted, repr() values, then the padding below.
-  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr,
-                                 shape_tuple(tensor.shape));
-  if (!tensor.shape.empty()) {
-    dict.append(kNpyGrowthAxisMaxDigits - fmt::formatted_size("{}", tensor.shape[0]), ' ');
+  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': {}, 'shape': {}, }}", descr,
+                                 fortran_order ? "True" : "False", shape_tuple(shape));
+  // The axis that can grow is the first in C order, the last in Fortran order.
+  if (!shape.empty()) {
+    const int64_t growth = fortran_order ? shape.back() : shape.front();
+    dict.append(kNpyGrowthAxisMaxDigits - fmt::formatted_size("{}", growth), ' ');
   }
   // Spaces and a final newline bring the data to a multiple of kNpyAlign; like numpy, a header
   // that is already aligned gets a full kNpyAlign of padding. Version 2.0 only when 1.0's 16-bit
   // length cannot hold the header.
   const std::size_t unpadded = dict.size() + 1;
-  std::size_t prefix = 10;
+  std::size_t prefix = npy_header_begin(1);
   std::size_t padding = kNpyAlign - (prefix + unpadded) % kNpyAlign;
   const bool version2 = unpadded + padding > std::numeric_limits<uint16_t>::max();
   if (version2) {
-    prefix = 12;
+    prefix = npy_header_begin(2);
     padding = kNpyAlign - (prefix + unpadded) % kNpyAlign;
   }
   const std::size_t header_length = unpadded + padding;
@@ -680,7 +715,7 @@ std::string serialize_npy(ConstTensorView tensor) {
   }
 
   std::string bytes;
-  bytes.reserve(prefix + header_length + nbytes);
+  bytes.reserve(prefix + header_length);
   bytes += kNpyMagic;
   bytes += static_cast<char>(version2 ? 2 : 1);
   bytes += '\0';
@@ -689,8 +724,18 @@ std::string serialize_npy(ConstTensorView tensor) {
   bytes += dict;
   bytes.append(padding, ' ');
   bytes += '\n';
-  bytes.resize(bytes.size() + nbytes);
-  copy_bytes(bytes.data() + prefix + header_length, tensor.data, nbytes);
+  return bytes;
+}
+
+std::string serialize_npy(ConstTensorView tensor) {
+  const std::string shape_text = fmt::format("shape {}", shape_tuple(tensor.shape));
+  npy_descr(tensor.dtype);  // its error comes first
+  const std::size_t nbytes =
+      checked_bytes(element_count(tensor.shape), tensor.dtype, "npy", shape_text);
+  std::string bytes = npy_header(tensor.dtype, tensor.shape, false);
+  const std::size_t header_size = bytes.size();
+  bytes.resize(header_size + nbytes);
+  copy_bytes(bytes.data() + header_size, tensor.data, nbytes);
   return bytes;
 }
 

@@ -19,6 +19,7 @@
 
 #include "cumulus/onnx.h"
 #include "format.h"
+#include "scan_command.h"
 
 namespace cumulus::cli {
 namespace {
@@ -502,6 +503,37 @@ int main(int argc, char** argv) {
   add_common(perf);
   add_seed(perf);
 
+  ScanRequest scan_request;
+  std::string scan_op = "cumsum", scan_memory = "256M";
+  auto* scan = app.add_subcommand(
+      "scan", "CumSum or CumProd of a .npy file of any size along an axis, in bounded memory");
+  scan->add_option("input", scan_request.input, "The .npy file to scan (C or Fortran order)")
+      ->required();
+  scan->add_option("output", scan_request.output,
+                   "The .npy file to write, in the input's order; written whole or not at all")
+      ->required();
+  scan->add_option("--op", scan_op, "The scan")
+      ->check(CLI::IsMember({"cumsum", "cumprod"}))
+      ->capture_default_str();
+  scan->add_option("--axis", scan_request.axis,
+                   "The axis to scan along, of the array as NumPy shows it; negative counts from "
+                   "the end")
+      ->required();
+  scan->add_flag("--exclusive", scan_request.options.exclusive,
+                 "Leave each element out of its own result");
+  scan->add_flag("--reverse", scan_request.options.reverse, "Scan from the end of the axis");
+  scan->add_option("--memory", scan_memory,
+                   "Memory for the buffers and the scan state: bytes, or a number with K, M or "
+                   "G (powers of 1024); peak use stays under it plus a small fixed overhead")
+      ->capture_default_str();
+  scan->add_option("--threads", threads, "Threads for the kernels (results do not depend on it)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  scan->footer(
+      "Example: the running sum of a 40 GB float32 array down its rows, in 1 GiB of memory:\n"
+      "  cumulus scan big.npy sums.npy --op cumsum --axis 0 --memory 1G\n"
+      "A progress bar goes to stderr when it is a terminal.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -515,6 +547,17 @@ int main(int argc, char** argv) {
     if (memory_cap) set_memory_limit(static_cast<std::size_t>(*memory_cap));
     if (*run) return run_command(model_path, inputs, output_dir, format, seed);
     if (*test) return test_command(dirs);
+    if (*scan) {
+      const std::optional<std::size_t> memory = parse_memory_size(scan_memory);
+      if (!memory) {
+        throw UsageError(fmt::format(
+            "--memory '{}' is not a size (bytes, or a number with K, M, G or T, as in 256M)",
+            scan_memory));
+      }
+      scan_request.op = scan_op == "cumsum" ? OpKind::kCumSum : OpKind::kCumProd;
+      scan_request.memory = *memory;
+      return scan_command(scan_request);
+    }
     return perf_command(model_path, inputs, iterations, warmup, json, seed);
   } catch (const UsageError& e) {
     std::cerr << "error: " << one_line(e.what()) << "\n";

@@ -1,4 +1,4 @@
-// cumulus CLI: run, test and perf.
+// cumulus CLI: run, test, perf and scan.
 #pragma once
 
 namespace cumulus::cli {

@@ -55,6 +55,8 @@ class ScanState {
   struct Impl;
 
  private:
+  friend void scan_chunk(OpKind, ConstTensorView, int64_t, TensorView, ScanOptions, ScanState&);
+  friend ScanState chunk_total(OpKind, ConstTensorView, int64_t);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -200,6 +201,69 @@ bool ExactSum::to_pair(double& hi, double& lo) const noexcept {
   }
   hi = h;
   lo = l == 0 ? 0.0 : l;
+  return true;
+}
+
+}  // namespace cumulus::detail
+
+namespace cumulus::detail {
+namespace {
+
+template <class T>
+void append(std::vector<std::byte>& out, T v) {
+  const std::size_t at = out.size();
+  out.resize(at + sizeof v);
+  std::memcpy(out.data() + at, &v, sizeof v);
+}
+template <class T>
+bool take(std::span<const std::byte> in, std::size_t& offset, T& v) {
+  if (in.size() - offset < sizeof v) return false;
+  std::memcpy(&v, in.data() + offset, sizeof v);
+  offset += sizeof v;
+  return true;
+}
+
+}  // namespace
+
+// Flags byte, then the first nonzero digit below the top one and how many follow (each a 32-bit
+// digit of the normalised integer), then the signed top digit.
+void ExactSum::append_bytes(std::vector<std::byte>& out) const {
+  ExactSum n = *this;
+  n.normalise();
+  const auto flags =
+      static_cast<uint8_t>((terms_.any ? 1 : 0) | (terms_.only_negative_zeros ? 2 : 0) |
+                           (positive_inf_ ? 4 : 0) | (negative_inf_ ? 8 : 0) | (nan_ ? 16 : 0));
+  std::size_t first = 0, end = kDigits - 1;
+  while (first < end && n.digits_[first] == 0) ++first;
+  while (end > first && n.digits_[end - 1] == 0) --end;
+  append(out, flags);
+  append(out, static_cast<uint8_t>(first));
+  append(out, static_cast<uint8_t>(end - first));
+  for (std::size_t i = first; i < end; ++i) append(out, static_cast<uint32_t>(n.digits_[i]));
+  append(out, n.digits_[kDigits - 1]);
+}
+
+bool ExactSum::read_bytes(std::span<const std::byte> in, std::size_t& offset, ExactSum& out) {
+  std::size_t at = offset;
+  uint8_t flags = 0, first = 0, count = 0;
+  if (!take(in, at, flags) || !take(in, at, first) || !take(in, at, count)) return false;
+  if (flags > 31 || first + count > kDigits - 1) return false;
+  ExactSum s;
+  for (std::size_t i = first; i < std::size_t{first} + count; ++i) {
+    uint32_t digit = 0;
+    if (!take(in, at, digit)) return false;
+    s.digits_[i] = digit;
+  }
+  int64_t top = 0;
+  // A normalised top digit of fewer than 2^62 terms' sum is tiny: anything larger is not ours.
+  if (!take(in, at, top) || top < -(int64_t{1} << 31) || top >= (int64_t{1} << 31)) return false;
+  s.digits_[kDigits - 1] = top;
+  s.terms_ = {(flags & 1) != 0, (flags & 2) != 0};
+  s.positive_inf_ = (flags & 4) != 0;
+  s.negative_inf_ = (flags & 8) != 0;
+  s.nan_ = (flags & 16) != 0;
+  out = s;
+  offset = at;
   return true;
 }
 

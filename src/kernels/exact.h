@@ -16,6 +16,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "cumulus/dtype.h"
 
@@ -53,6 +55,12 @@ class ExactSum {
   // When the sum is finite and equals hi + lo exactly for doubles with hi = RN(hi + lo) (lo is 0
   // when one double holds it), sets them and returns true: a fast path can carry on from there.
   bool to_pair(double& hi, double& lo) const noexcept;
+
+  // A compact byte form (the record of terms, the specials, the nonzero digits), appended to
+  // `out`, and back: read_bytes takes the bytes at `offset` and moves past them, or returns false
+  // (out and offset untouched) where they are not a state this class writes.
+  void append_bytes(std::vector<std::byte>& out) const;
+  static bool read_bytes(std::span<const std::byte> in, std::size_t& offset, ExactSum& out);
 
  private:
   // 32-bit digits of a two's complement integer in units of 2^-1074: digit i weighs 2^(32 i).

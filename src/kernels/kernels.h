@@ -6,14 +6,17 @@
 #include <cstdint>
 
 #include "cumulus/dtype.h"
+#include "kernels/exact.h"
 
 namespace cumulus::detail {
 
-// The accumulator a scan carries between pieces of one row: double for floating types, the
-// unsigned integer of the element's width (wrapping) for integers.
+// The accumulator a scan carries between pieces of one row: the exact sum for a floating CumSum,
+// double for a floating CumProd, the unsigned integer of the element's width (wrapping) for
+// integers.
 struct Carry {
   double f = 0;
   uint64_t u = 0;
+  ExactSum sum;
 };
 
 // Scans `outer` slabs of `length` x `inner` elements, laid out contiguously, along the length

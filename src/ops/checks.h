@@ -22,6 +22,16 @@ void check_no_partial_overlap(std::string_view op, std::string_view out_name, co
 // Throws when a non-empty view has no data.
 void check_data(std::string_view op, std::string_view name, const void* data, int64_t count);
 
+// A scan's tensor seen as `outer` slabs of `length` x `inner` elements along its axis.
+struct ScanLayout {
+  std::size_t outer = 1, length = 0, inner = 1;
+  int64_t count = 0;  // elements
+  std::size_t bytes = 0;
+};
+// The checks of a CumSum/CumProd call (rank, axis, y's type and shape, data, overlap), worded
+// once for the one-pass and the chunked scans; returns the layout along the axis.
+ScanLayout check_scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y);
+
 // The type rules the ops check on tensors and the ONNX front end on declared types, worded once.
 // `where` ends the message: the front end names the tensor and the node, the ops nothing.
 [[noreturn]] void fail_axis_type(std::string_view op, std::string_view type,

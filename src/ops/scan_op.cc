@@ -37,6 +37,44 @@ void check_data(std::string_view op, std::string_view name, const void* data, in
   }
 }
 
+ScanLayout check_scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y) {
+  const std::string_view name = op_name(op);
+  const auto rank = static_cast<int64_t>(x.shape.size());
+  if (rank == 0) {
+    fail(ErrorCode::kInvalidArgument,
+         "{}: input 'x' is a scalar (rank 0), which has no axis to scan along", name);
+  }
+  if (axis < -rank || axis >= rank) {
+    fail(ErrorCode::kInvalidArgument,
+         "{}: axis {} is out of range for input 'x' of rank {} (shape {}); valid: [{}, {}]", name,
+         axis, rank, shape_string(x.shape), -rank, rank - 1);
+  }
+  if (y.dtype != x.dtype) {
+    fail(ErrorCode::kInvalidArgument, "{}: output 'y' has type {} but input 'x' has type {}", name,
+         dtype_name(y.dtype), dtype_name(x.dtype));
+  }
+  if (!std::ranges::equal(x.shape, y.shape)) {
+    fail(ErrorCode::kInvalidArgument, "{}: output 'y' has shape {} but input 'x' has shape {}",
+         name, shape_string(y.shape), shape_string(x.shape));
+  }
+  const int64_t count = element_count(x.shape);
+  check_data(name, "x", x.data, count);
+  check_data(name, "y", y.data, count);
+  const std::size_t bytes = byte_size(x, count);
+  check_no_partial_overlap(name, "y", y.data, bytes, "x", x.data, bytes);
+  ScanLayout layout;
+  layout.count = count;
+  layout.bytes = bytes;
+  if (count == 0) return layout;
+  const auto a = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
+  for (std::size_t d = 0; d < a; ++d) layout.outer *= static_cast<std::size_t>(x.shape[d]);
+  for (std::size_t d = a + 1; d < x.shape.size(); ++d) {
+    layout.inner *= static_cast<std::size_t>(x.shape[d]);
+  }
+  layout.length = static_cast<std::size_t>(x.shape[a]);
+  return layout;
+}
+
 }  // namespace detail
 
 namespace {
@@ -83,41 +121,8 @@ void scan_long_row(const detail::ScanKernels& kernel, const detail::Tuning& tuni
 }
 
 void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions options) {
-  const std::string_view name = op_name(op);
-  const auto rank = static_cast<int64_t>(x.shape.size());
-  if (rank == 0) {
-    detail::fail(ErrorCode::kInvalidArgument,
-                 "{}: input 'x' is a scalar (rank 0), which has no axis to scan along", name);
-  }
-  if (axis < -rank || axis >= rank) {
-    detail::fail(ErrorCode::kInvalidArgument,
-                 "{}: axis {} is out of range for input 'x' of rank {} (shape {}); valid: [{}, {}]",
-                 name, axis, rank, shape_string(x.shape), -rank, rank - 1);
-  }
-  if (y.dtype != x.dtype) {
-    detail::fail(ErrorCode::kInvalidArgument,
-                 "{}: output 'y' has type {} but input 'x' has type {}", name, dtype_name(y.dtype),
-                 dtype_name(x.dtype));
-  }
-  if (!std::ranges::equal(x.shape, y.shape)) {
-    detail::fail(ErrorCode::kInvalidArgument,
-                 "{}: output 'y' has shape {} but input 'x' has shape {}", name,
-                 shape_string(y.shape), shape_string(x.shape));
-  }
-  const int64_t count = element_count(x.shape);
-  detail::check_data(name, "x", x.data, count);
-  detail::check_data(name, "y", y.data, count);
-  const std::size_t bytes = detail::byte_size(x, count);
-  detail::check_no_partial_overlap(name, "y", y.data, bytes, "x", x.data, bytes);
+  const auto [outer, length, inner, count, bytes] = detail::check_scan(op, x, axis, y);
   if (count == 0) return;
-
-  const auto a = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
-  std::size_t outer = 1, inner = 1;
-  for (std::size_t d = 0; d < a; ++d) outer *= static_cast<std::size_t>(x.shape[d]);
-  for (std::size_t d = a + 1; d < x.shape.size(); ++d)
-    inner *= static_cast<std::size_t>(x.shape[d]);
-  const auto length = static_cast<std::size_t>(x.shape[a]);
-
   const detail::Tuning tuning = detail::tuning();
   const detail::KernelTable& table = tuning.kernel_table();
   const detail::ScanKernels& kernel =

@@ -8,7 +8,8 @@ tensors and any DLPack tensor, without copies, with the GIL released while the k
 Functions: cumsum, cumprod, sum; chunked scans (data past memory, streams): ScanState,
 scan_chunk, chunk_total; set_num_threads, num_threads, kernel_isa, set_memory_limit,
 memory_limit. Errors are cumulus.Error, each also a ValueError, TypeError, MemoryError or
-OSError. ONNX models: cumulus.onnx.
+OSError. ONNX models: cumulus.onnx. Dask arrays: cumulus.dask (imported when first used, so that
+cumulus needs no Dask).
 """
 
 from ._core import (
@@ -57,3 +58,11 @@ __all__ = [
     "sum",
 ]
 
+
+def __getattr__(name: str):
+    # cumulus.dask imports dask.array: only when asked for.
+    if name == "dask":
+        import importlib
+
+        return importlib.import_module(".dask", __name__)
+    raise AttributeError(f"module 'cumulus' has no attribute {name!r}")

@@ -172,7 +172,6 @@ ScanState chunk_total_binding(const py::object& x, const py::object& axis, const
 }
 
 constexpr const char* kScanStateDoc = R"(ScanState(op, dtype, lines_shape)
---
 
 Everything before a point of a scan's axis, for every line of the scan (every position of the
 other axes), in the kernels' exact form: an exact sum for a floating cumsum, the wrapping
@@ -233,7 +232,10 @@ void add_chunks(py::module_& m) {
                  return ScanState(op_argument(op, "ScanState"), dtype_argument(dtype, "ScanState"),
                                   shape_argument(lines_shape, "ScanState"));
                }),
-           py::arg("op"), py::arg("dtype"), py::arg("lines_shape"))
+           py::arg("op"), py::arg("dtype"), py::arg("lines_shape"),
+           "__init__(self, op, dtype, lines_shape)\n--\n\nThe empty state (nothing before) of op "
+           "(\"cumsum\" or \"cumprod\") over dtype,\nfor arrays whose shape without the scanned "
+           "axis is lines_shape.")
       .def_property_readonly(
           "op", [](const ScanState& s) { return std::string(python_name(s.op())); },
           "\"cumsum\" or \"cumprod\".")

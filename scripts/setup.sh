@@ -14,4 +14,4 @@ apt-get install -y --no-install-recommends \
   libcli11-dev libfmt-dev \
   python3 python3-dev python3-venv python3-pip python3-setuptools python3-wheel \
   python3-pybind11 pybind11-dev libdlpack-dev python3-numpy python3-torch python3-onnx \
-  python3-pytest python3-hypothesis
+  python3-pytest python3-hypothesis python3-dask python3-distributed

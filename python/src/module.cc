@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "arrays.h"
+#include "chunks.h"
 #include "cumulus/ops.h"
 #include "errors.h"
 #include "onnx_model.h"
@@ -478,5 +479,6 @@ PYBIND11_MODULE(_core, m) {
   m.def("memory_limit", &cumulus::memory_limit,
         "memory_limit()\n--\n\nThe current memory limit in bytes (see set_memory_limit).");
 
+  add_chunks(m);
   add_onnx(m);
 }

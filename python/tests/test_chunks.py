@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import cumulus
 from helpers import make, random_values
-from reference import DTYPES, FLOATS, INTS
+from reference import DTYPES, INTS
 from test_scan import check_scan
 
 SCANS = {"cumsum": cumulus.cumsum, "cumprod": cumulus.cumprod}
@@ -140,13 +140,7 @@ def test_carries_keep_what_the_type_rounds_away():
     assert np.concatenate(parts)[-1] == np.float32(2.0**-30)
 
 
-# Known: on float64 (adds in double: order matters), a chunked scan is not yet the one-pass scan
-# bit for bit: the chunk API's floating carries are doubles, and chunk_total sums in lanes.
-KNOWN_FLOAT64 = pytest.mark.xfail(
-    strict=True, reason="chunked float64 cumsum is not yet bit for bit the one-pass result")
-
-
-@pytest.mark.parametrize("dtype", [pytest.param("float64", marks=KNOWN_FLOAT64), "float32",
+@pytest.mark.parametrize("dtype", ["float64", "float32",
                                    "float16", "bfloat16"])
 def test_long_scans_with_cancellation(dtype, rng):
     # Order-sensitive data (signs and a wide range of magnitudes) on long lines, cut unevenly.
@@ -199,17 +193,10 @@ def first_and_next(rng, dtype, op):
             make(random_values(rng, dtype, (5, 3), mode), dtype))
 
 
-# Known: a floating cumsum state's byte form does not yet hold the line's carry (a double) but
-# an accumulator the scans leave empty: it reads back as nothing-before.
-KNOWN_BYTES = pytest.mark.xfail(
-    strict=True, reason="a floating cumsum ScanState loses its carry through to_bytes")
-
-
 def round_trip_cases():
     for op in ["cumsum", "cumprod"]:
         for dtype in DTYPES:
-            known = op == "cumsum" and dtype in FLOATS
-            yield pytest.param(op, dtype, marks=[KNOWN_BYTES] if known else [])
+            yield pytest.param(op, dtype)
 
 
 @pytest.mark.parametrize("op, dtype", round_trip_cases())

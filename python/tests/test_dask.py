@@ -9,7 +9,7 @@ import pytest
 
 import cumulus
 from helpers import make, random_values
-from reference import FLOATS, INTS, NUMPY_DTYPES
+from reference import INTS, NUMPY_DTYPES
 from test_scan import check_scan
 
 da = pytest.importorskip("dask.array")
@@ -56,14 +56,7 @@ def test_threaded(op, dtype, chunks, rng):
         check(op, dtype, x, r.compute(scheduler="threads"), axis, exclusive, reverse)
 
 
-# Known defects of the chunk API (tests/test_chunks.py has the same marks).
-KNOWN_FLOAT64 = pytest.mark.xfail(
-    strict=True, reason="chunked float64 cumsum is not yet bit for bit the one-pass result")
-KNOWN_BYTES = pytest.mark.xfail(
-    strict=True, reason="a floating cumsum ScanState loses its carry through to_bytes")
-
-
-@pytest.mark.parametrize("dtype", ["float32", pytest.param("float64", marks=KNOWN_FLOAT64)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_long_axis_many_chunks(dtype, rng):
     # 38 chunks: a tree of carries several levels deep, on order-sensitive data (signs and a
     # wide range of magnitudes).
@@ -148,9 +141,7 @@ def cluster_cases():
     for dtype, op in [("float32", "cumsum"), ("float16", "cumsum"), ("float64", "cumprod"),
                       ("int64", "cumsum"), ("uint32", "cumprod")]:
         for chunks in CHUNKINGS:
-            # States cross processes as bytes only where there are several chunks.
-            known = op == "cumsum" and dtype in FLOATS and chunks != SHAPE
-            yield pytest.param(op, dtype, chunks, marks=[KNOWN_BYTES] if known else [])
+            yield pytest.param(op, dtype, chunks)
 
 
 @pytest.mark.parametrize("op, dtype, chunks", cluster_cases())

@@ -596,10 +596,11 @@ std::vector<std::vector<T>> sum_inputs(Kind kind, Rng& rng) {
       break;
     }
     case Kind::kTies: {
-      // x + h + t - t' + 0: x's binade one per element of input 0, h (half an ulp of x) in an
-      // input of the same shape, t and t' tiny (the type's smallest, or 2^-60 h).
+      // x + h + t + t' + t'': x in input 0, its binade random (above the lowest, so half its ulp
+      // is a value), h (half an ulp of x) in input 1 of the same shape, the tiny terms t
+      // broadcast in inputs 2 to 4.
       in[0] = fill<T>(count(0), [&] {
-        return normal_value<T>(rng, std::min(random_exponent<T>(rng), f.emax - 1));
+        return normal_value<T>(rng, std::clamp(random_exponent<T>(rng), f.emin + 1, f.emax - 1));
       });
       for (const T x : in[0]) {
         in[2].push_back(make<T>(std::copysign(ulp_at<T>(value_of(x)) / 2, value_of(x))));

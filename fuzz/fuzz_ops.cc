@@ -12,8 +12,10 @@
 //     and run.
 // Whether the case is valid is decided here, from the ONNX operator pages (the version and type
 // tables are written out below, not taken from the library). An invalid case must raise
-// cumulus::Error; a valid one must not, and its result must match the reference: integers exactly,
-// floating types within the tolerances of tests/test_properties.cc (see check_element below).
+// cumulus::Error; a valid one must not, and its result must match the reference: integers exactly;
+// floating CumSum and Sum bit for bit with the exact sum rounded once (tests/exact.h); floating
+// CumProd within 1 ulp of the exact product (tests/product_reference.h) and with the same bits
+// from every kernel table the process can run (see "Comparing with the reference" below).
 // Anything else calls abort().
 //
 // The last six bytes, read apart from the case, choose the paths it takes (choose_paths below):
@@ -21,6 +23,7 @@
 // as it caps the process) and the operators' size thresholds (src/ops/tuning.h), shrunk so that
 // these small cases reach long rows cut into pieces over rounds, column and Sum row tiles,
 // streamed stores and one chunk per task.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -37,9 +40,11 @@
 #include "cumulus/error.h"
 #include "cumulus/onnx.h"
 #include "cumulus/ops.h"
+#include "exact.h"
 #include "fuzz_util.h"
 #include "model_builder.h"
 #include "ops/tuning.h"
+#include "product_reference.h"
 #include "reference.h"
 
 namespace {
@@ -198,76 +203,103 @@ bool expect(bool error_expected, const std::string& what, F&& f) {
 
 // ---- Comparing with the reference -----------------------------------------------------------
 
-bool strict_ulp() {
-  static const bool strict = std::getenv("CUMULUS_FUZZ_STRICT_ULP") != nullptr;
-  return strict;
-}
+// The numerical promise, held strictly. CumSum and Sum of a floating type: every output is the
+// exact sum of its terms (exact.h) rounded once to the type, bit for bit (any NaN for a NaN).
+// CumProd of a floating type: within 1 ulp of the exact product rounded once (float64 included;
+// product_reference.h, whose exponent never overflows, so prefixes may leave the double range and
+// come back), and the same bits from every kernel table this process can run.
 
-// tests/test_properties.cc's check: float32, float16, bfloat16 within 1 ulp of the exactly rounded
-// value, float64 within the error bound of double accumulation. The narrow types are accumulated
-// in double and rounded once, so when a sum cancels (1e30 + 1 - 1e30 in float32) the double
-// accumulator's own error, up to (terms + 1) 2^-53 magnitude, can exceed 1 ulp of the result:
-// such a result is accepted when that bound explains it, unless CUMULUS_FUZZ_STRICT_ULP is set.
 template <class T>
-std::string check_element(T got, const ref::Exact& e) {
-  std::string miss = ref::check_float(got, e);
-  if (miss.empty()) return miss;
-  // The reference prints fixed-point; tiny values need more.
-  miss += fmt::format(" [got {:.9g}, exact {:.17g}]", ref::Num<T>::to_double(got),
-                      static_cast<double>(e.value));
-  if (std::is_same_v<T, double> || strict_ulp()) return miss;
-  if constexpr (!std::is_same_v<T, double>) {
-    if (ref::is_nan(e.value) || ref::Num<T>::nan(got)) return miss;
-    const auto finite = [](Quad q) { return q == q && ref::abs(q) <= static_cast<Quad>(1e300); };
-    if (!finite(e.value) || !finite(e.magnitude)) return miss;
-    const Quad bound = static_cast<Quad>(e.terms + 1) * std::ldexp(1.0, -53) * e.magnitude;
-    const T low = ref::Num<T>::round(e.value - bound), high = ref::Num<T>::round(e.value + bound);
-    const int64_t g = ref::ordinal(got);
-    // An infinity only where the bound itself rounds to one, a zero's sign only where the bound
-    // reaches that side of zero: ordinals put -0 beside +0 and infinity one step past the largest.
-    const int64_t inf = ref::ordinal(ref::Num<T>::round(static_cast<Quad>(HUGE_VAL)));
-    if (g == inf || g == -inf) return g == ref::ordinal(g > 0 ? high : low) ? std::string{} : miss;
-    if (g == 0 && !(ref::sign_bit(ref::Num<T>::to_double(got)) ? e.value - bound <= 0
-                                                               : e.value + bound >= 0)) {
-      return miss;
-    }
-    if (g >= ref::ordinal(low) - 1 && g <= ref::ordinal(high) + 1) return {};
-    return miss + " (beyond the double accumulator's error bound too)";
+constexpr exact::Format format_of() {
+  if constexpr (std::is_same_v<T, cumulus::Float16>) {
+    return exact::kBinary16;
+  } else if constexpr (std::is_same_v<T, cumulus::BFloat16>) {
+    return exact::kBFloat16;
+  } else if constexpr (std::is_same_v<T, float>) {
+    return exact::kBinary32;
+  } else {
+    return exact::kBinary64;
   }
-  return miss;
 }
 
-// Whether the double accumulator stays within its normal range for every partial result: sums of
-// the finite magnitudes below 2^1020, products of the finite non-zero magnitudes within
-// [2^-1000, 2^1000] (any partial product lies between the product of the parts below 1 and the
-// product of the parts above 1). Outside that range no tolerance is promised; the result is not
-// checked, though the call must still succeed.
 template <class T>
-std::vector<bool> in_double_range(ref::Scan op, const std::vector<T>& x, const Shape& shape,
-                                  int64_t axis, bool exclusive, bool reverse) {
-  std::vector<bool> ok(x.size(), true);
-  const auto part = [&](bool above) {
-    std::vector<double> v(x.size());
+T from_bits(uint64_t b) {
+  T t;
+  std::memcpy(&t, &b, sizeof(T));
+  return t;
+}
+
+template <class T>
+std::string show(T x) {
+  return fmt::format("{:a} (bits {:#x})", ref::Num<T>::to_double(x),
+                     static_cast<uint64_t>(ref::bits_of(x)));
+}
+
+// Empty when `got` is the exact sum `s` rounded once to T, else the miss.
+template <class T>
+std::string check_sum(T got, const exact::Sum& s) {
+  const T want = from_bits<T>(s.round_bits(format_of<T>()));
+  if (ref::same_value(got, want)) return {};
+  return fmt::format("got {}, the exact sum rounded once is {}", show(got), show(want));
+}
+
+// Empty when `got` is within 1 ulp of the exact product `p` rounded once (from either end of the
+// reference's own, far smaller, rounding interval); zeros, infinities and NaN exactly.
+template <class T>
+std::string check_product(T got, const exact::Product& p) {
+  T low{}, high{};
+  if (p.nan() || p.inf() || p.zero()) {
+    const double v = p.nan() ? std::numeric_limits<double>::quiet_NaN() : p.inf() ? HUGE_VAL : 0.0;
+    low = high = ref::Num<T>::from_double_rounded(p.negative() ? -v : v);
+  } else {
+    const Quad lo = p.bound(-1), hi = p.bound(1);
+    low = ref::Num<T>::round(p.negative() ? -lo : lo);
+    high = ref::Num<T>::round(p.negative() ? -hi : hi);
+  }
+  if (ref::ulp_distance(got, low) <= 1 || ref::ulp_distance(got, high) <= 1) return {};
+  return fmt::format("got {}, the exact product rounded once is {}", show(got), show(low));
+}
+
+// The table of instruction set `level` (0 scalar, 1 AVX2, 2 AVX-512), or the process's own when
+// the level is above it: a higher table could run instructions this CPU lacks.
+const cumulus::detail::KernelTable& kernel_table(uint32_t level) {
+  const auto& own = cumulus::detail::kernels();
+  const std::string_view names[] = {"scalar", "avx2", "avx512"};
+  uint32_t own_level = 0;
+  while (own_level < 2 && names[own_level] != own.isa) ++own_level;
+  if (level > own_level) return own;
+  return level == 0   ? cumulus::detail::scalar_kernels()
+         : level == 1 ? cumulus::detail::avx2_kernels()
+                      : cumulus::detail::avx512_kernels();
+}
+
+// A floating CumProd's result on every other table this process can run, thresholds unchanged,
+// must have the bits of `got` (a NaN matches any NaN).
+template <class T>
+void expect_same_on_every_table(const std::vector<T>& x, const std::vector<T>& got,
+                                const Shape& shape, int64_t axis, ScanOptions o,
+                                const std::string& what) {
+  const cumulus::detail::Tuning saved = cumulus::detail::tuning();
+  const cumulus::detail::KernelTable* done[3] = {&saved.kernel_table(), nullptr, nullptr};
+  std::size_t count = 1;
+  for (uint32_t level = 0; level < 3; ++level) {
+    const cumulus::detail::KernelTable* table = &kernel_table(level);
+    if (std::find(done, done + count, table) != done + count) continue;
+    done[count++] = table;
+    cumulus::detail::Tuning other = saved;
+    other.table = table;
+    cumulus::detail::set_tuning(other);
+    std::vector<T> y(x.size());
+    cumulus::cumprod(ConstTensorView(cumulus::dtype_of<T>, shape, x.data()), axis,
+                     TensorView{cumulus::dtype_of<T>, shape, y.data()}, o);
     for (std::size_t i = 0; i < x.size(); ++i) {
-      const double d = std::fabs(ref::Num<T>::to_double(x[i]));
-      const bool usable = std::isfinite(d) && (op == ref::Scan::kSum || d != 0);
-      if (op == ref::Scan::kSum) {
-        v[i] = usable ? d : 0;
-      } else {
-        v[i] = !usable ? 1 : above ? std::max(d, 1.0) : std::min(d, 1.0);
+      if (!ref::same_value(y[i], got[i])) {
+        finding("{}: element {}: {} kernels give {}, {} kernels {}", what, i, table->isa,
+                show(y[i]), saved.kernel_table().isa, show(got[i]));
       }
     }
-    return ref::scan_float(op, v, shape, axis, exclusive, reverse);
-  };
-  const Quad high = std::ldexp(1.0, op == ref::Scan::kSum ? 1020 : 1000);
-  const Quad low = std::ldexp(1.0, -1000);
-  const std::vector<ref::Exact> upper = part(true);
-  for (std::size_t i = 0; i < x.size(); ++i) ok[i] = upper[i].value <= high;
-  if (op == ref::Scan::kProd) {
-    const std::vector<ref::Exact> lower = part(false);
-    for (std::size_t i = 0; i < x.size(); ++i) ok[i] = ok[i] && lower[i].value >= low;
   }
-  return ok;
+  cumulus::detail::set_tuning(saved);
 }
 
 void compare_scan(OpKind op, DType dtype, const void* x, const void* y, const Shape& shape,
@@ -284,16 +316,31 @@ void compare_scan(OpKind op, DType dtype, const void* x, const void* y, const Sh
           finding("{}: element {}: got {}, want {}", what, i, got[i], want[i]);
         }
       }
+    } else if (op == OpKind::kCumSum) {
+      ref::walk_scan(
+          shape, *ref::normalise_axis(axis, static_cast<int64_t>(shape.size())), o.exclusive,
+          o.reverse, exact::Sum{},
+          [&](exact::Sum s, int64_t i) {
+            s.add(ref::Num<T>::to_double(xv[static_cast<std::size_t>(i)]));
+            return s;
+          },
+          [&](int64_t i, const exact::Sum& s) {
+            const std::string miss = check_sum(got[static_cast<std::size_t>(i)], s);
+            if (!miss.empty()) finding("{}: element {}: {}", what, i, miss);
+          });
     } else {
-      const std::vector<ref::Exact> want =
-          ref::scan_float(rop, xv, shape, axis, o.exclusive, o.reverse);
-      const std::vector<bool> checked =
-          in_double_range(rop, xv, shape, axis, o.exclusive, o.reverse);
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!checked[i]) continue;
-        const std::string miss = check_element(got[i], want[i]);
-        if (!miss.empty()) finding("{}: element {}: {}", what, i, miss);
-      }
+      ref::walk_scan(
+          shape, *ref::normalise_axis(axis, static_cast<int64_t>(shape.size())), o.exclusive,
+          o.reverse, exact::Product{},
+          [&](exact::Product p, int64_t i) {
+            p.add(ref::Num<T>::to_double(xv[static_cast<std::size_t>(i)]));
+            return p;
+          },
+          [&](int64_t i, const exact::Product& p) {
+            const std::string miss = check_product(got[static_cast<std::size_t>(i)], p);
+            if (!miss.empty()) finding("{}: element {}: {}", what, i, miss);
+          });
+      expect_same_on_every_table(xv, got, shape, axis, o, what);
     }
   });
 }
@@ -303,25 +350,30 @@ void compare_sum(DType dtype, const std::vector<const void*>& inputs,
                  const std::string& what) {
   cumulus::visit_dtype(dtype, [&]<class T>(T) {
     if constexpr (!std::is_integral_v<T>) {
+      const std::vector<T> got = to_vector<T>(y, count_of(out));
+      if (got.empty()) return;
       std::vector<std::vector<T>> xs;
-      std::vector<std::vector<double>> finite_magnitudes;
+      std::vector<Shape> strides;
       for (std::size_t k = 0; k < inputs.size(); ++k) {
         xs.push_back(to_vector<T>(inputs[k], count_of(shapes[k])));
-        std::vector<double> m;
-        for (T v : xs.back()) {
-          const double d = std::fabs(ref::Num<T>::to_double(v));
-          m.push_back(std::isfinite(d) ? d : 0);
+        strides.push_back(ref::row_major_strides(shapes[k]));
+      }
+      Shape index(out.size(), 0);
+      std::size_t flat = 0;
+      do {
+        exact::Sum s;
+        for (std::size_t k = 0; k < xs.size(); ++k) {
+          const std::size_t pad = out.size() - shapes[k].size();
+          int64_t offset = 0;
+          for (std::size_t d = 0; d < shapes[k].size(); ++d) {
+            if (shapes[k][d] != 1) offset += index[pad + d] * strides[k][d];
+          }
+          s.add(ref::Num<T>::to_double(xs[k][static_cast<std::size_t>(offset)]));
         }
-        finite_magnitudes.push_back(std::move(m));
-      }
-      const std::vector<ref::Exact> want = ref::sum_float(xs, shapes, out);
-      const std::vector<ref::Exact> range = ref::sum_float(finite_magnitudes, shapes, out);
-      const std::vector<T> got = to_vector<T>(y, count_of(out));
-      for (std::size_t i = 0; i < got.size(); ++i) {
-        if (range[i].value > static_cast<Quad>(std::ldexp(1.0, 1020))) continue;
-        const std::string miss = check_element(got[i], want[i]);
-        if (!miss.empty()) finding("{}: element {}: {}", what, i, miss);
-      }
+        const std::string miss = check_sum(got[flat], s);
+        if (!miss.empty()) finding("{}: element {}: {}", what, flat, miss);
+        ++flat;
+      } while (ref::next_index(index, out, -1));
     } else {
       finding("{}: Sum of integers succeeded", what);
     }
@@ -760,19 +812,6 @@ SumCase decode_sum(Reader& r) {
 }
 
 // ---- The paths: kernel table and thresholds -------------------------------------------------
-
-// The table of instruction set `level` (0 scalar, 1 AVX2, 2 AVX-512), or the process's own when
-// the level is above it: a higher table could run instructions this CPU lacks.
-const cumulus::detail::KernelTable& kernel_table(uint32_t level) {
-  const auto& own = cumulus::detail::kernels();
-  const std::string_view names[] = {"scalar", "avx2", "avx512"};
-  uint32_t own_level = 0;
-  while (own_level < 2 && names[own_level] != own.isa) ++own_level;
-  if (level > own_level) return own;
-  return level == 0   ? cumulus::detail::scalar_kernels()
-         : level == 1 ? cumulus::detail::avx2_kernels()
-                      : cumulus::detail::avx512_kernels();
-}
 
 // From the input's last six bytes (zeros where it is shorter): t[0] the table (0 the process's,
 // 1-3 scalar, AVX2, AVX-512); t[1] a bit per threshold to shrink; t[2]-t[5] the shrunk values,

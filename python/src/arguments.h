@@ -1,4 +1,5 @@
-// The binding's readings of Python arguments, worded as the operators word their errors.
+// The binding's readings of Python arguments (shared by module.cc and chunks.cc), worded as the
+// operators word their errors.
 #pragma once
 
 #include <fmt/format.h>

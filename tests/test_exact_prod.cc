@@ -23,6 +23,7 @@
 #include "kernels/kernels.h"
 #include "ops/tuning.h"
 #include "reference.h"
+#include "scoped.h"
 
 namespace {
 
@@ -143,24 +144,8 @@ int check_line(const T* x, const T* y, std::size_t length, std::size_t stride, S
 
 // ---- Running the library ------------------------------------------------------------------------
 
-class ScopedTuning {
- public:
-  explicit ScopedTuning(const Tuning& values) { cumulus::detail::set_tuning(values); }
-  ~ScopedTuning() { cumulus::detail::set_tuning({}); }
-  ScopedTuning(const ScopedTuning&) = delete;
-  ScopedTuning& operator=(const ScopedTuning&) = delete;
-};
-
-class ScopedThreads {
- public:
-  explicit ScopedThreads(int n) { cumulus::set_num_threads(n); }
-  ~ScopedThreads() { cumulus::set_num_threads(saved_); }
-  ScopedThreads(const ScopedThreads&) = delete;
-  ScopedThreads& operator=(const ScopedThreads&) = delete;
-
- private:
-  int saved_ = cumulus::num_threads();
-};
+using cumulus::testing::ScopedThreads;
+using cumulus::testing::ScopedTuning;
 
 template <class T>
 std::vector<T> cumprod(const std::vector<T>& x, const Shape& shape, ScanOptions o,

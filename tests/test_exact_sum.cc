@@ -20,6 +20,7 @@
 #include "cumulus/ops.h"
 #include "exact.h"
 #include "ops/tuning.h"
+#include "scoped.h"
 
 namespace {
 
@@ -33,24 +34,8 @@ using cumulus::detail::Tuning;
 using Shape = std::vector<int64_t>;
 using Rng = std::mt19937_64;
 
-class ScopedTuning {
- public:
-  explicit ScopedTuning(const Tuning& values) { cumulus::detail::set_tuning(values); }
-  ~ScopedTuning() { cumulus::detail::set_tuning({}); }
-  ScopedTuning(const ScopedTuning&) = delete;
-  ScopedTuning& operator=(const ScopedTuning&) = delete;
-};
-
-class ScopedThreads {
- public:
-  explicit ScopedThreads(int n) { cumulus::set_num_threads(n); }
-  ~ScopedThreads() { cumulus::set_num_threads(saved_); }
-  ScopedThreads(const ScopedThreads&) = delete;
-  ScopedThreads& operator=(const ScopedThreads&) = delete;
-
- private:
-  int saved_ = cumulus::num_threads();
-};
+using cumulus::testing::ScopedThreads;
+using cumulus::testing::ScopedTuning;
 
 // The kernel tables this CPU can run.
 std::vector<const KernelTable*> tables() {

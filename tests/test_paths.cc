@@ -21,6 +21,7 @@
 #include "ops/sum_same_shape.h"
 #include "ops/tuning.h"
 #include "reference.h"
+#include "scoped.h"
 
 namespace {
 
@@ -36,24 +37,8 @@ using Rng = std::mt19937_64;
 
 // ---- Settings for one scope -----------------------------------------------------------------
 
-class ScopedTuning {
- public:
-  explicit ScopedTuning(const Tuning& values) { cumulus::detail::set_tuning(values); }
-  ~ScopedTuning() { cumulus::detail::set_tuning({}); }
-  ScopedTuning(const ScopedTuning&) = delete;
-  ScopedTuning& operator=(const ScopedTuning&) = delete;
-};
-
-class ScopedThreads {
- public:
-  explicit ScopedThreads(int n) { cumulus::set_num_threads(n); }
-  ~ScopedThreads() { cumulus::set_num_threads(saved_); }
-  ScopedThreads(const ScopedThreads&) = delete;
-  ScopedThreads& operator=(const ScopedThreads&) = delete;
-
- private:
-  int saved_ = cumulus::num_threads();
-};
+using cumulus::testing::ScopedThreads;
+using cumulus::testing::ScopedTuning;
 
 // Small enough that a few hundred elements take every path. A piece is longer than two vectors
 // of the widest kernel (16 int32 lanes) and not a multiple of any width, so pieces have vector

@@ -10,8 +10,8 @@ memory (persisted); each scan then runs on a distributed.LocalCluster of worker 
 to 127.0.0.1, and its result is gathered to this process. The table gives the median of --rounds
 wall times; a last row runs cumulus's graph on Dask's threaded scheduler in this process, where
 no state crosses a process. Errors are measured against cumulus.cumsum of the whole array in one
-pass, taken as exact: it adds in double and rounds once per element, and the double's own error
-over these sums is far below a float32 ulp. They are given in ulps of that result: the largest
+pass, which is the exact prefix sum rounded once to float32. They are given in ulps of that
+result: the largest
 over all elements and the median; "same" says whether every bit matches.
 
 Use Debian's /usr/bin/python3 (python3-dask, python3-distributed) with cumulus importable

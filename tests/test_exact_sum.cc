@@ -476,4 +476,79 @@ TEST(ExactSum, ManyInputs) {
   check_case<Float16>("8200 maxima + 2^-24 - 8200 maxima", constant<Float16>(values, 9));
 }
 
+// ---- The vector tables against the scalar one ---------------------------------------------------
+
+// Sum's output bits over the case with `table`, one thread, streamed where the tuning lets it.
+template <class T>
+std::vector<uint64_t> table_bits(const KernelTable* table, const Case<T>& c, bool small) {
+  std::vector<Tensor> owned;
+  std::vector<ConstTensorView> views;
+  for (std::size_t k = 0; k < c.shapes.size(); ++k) {
+    owned.emplace_back(cumulus::dtype_of<T>, c.shapes[k]);
+    std::copy(c.terms[k].begin(), c.terms[k].end(), owned.back().template data<T>());
+    views.push_back(owned.back().view());
+  }
+  Tuning t;
+  t.table = table;
+  if (small) {
+    t.sum_row_tile = 37;
+    t.min_chunk_elements = 1;
+    t.stream_bytes = 0;
+  }
+  const ScopedTuning tuning(t);
+  const ScopedThreads scoped(1);
+  Tensor y(cumulus::dtype_of<T>, broadcast_shape(c.shapes));
+  cumulus::sum(views, y.view());
+  std::vector<uint64_t> bits(static_cast<std::size_t>(y.size()));
+  for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = bits_of(y.data<T>()[i]);
+  return bits;
+}
+
+// Every vector table gives the scalar table's bits (any NaN for a NaN) on rows long enough for
+// whole vector groups: random pools, cancelling pools, specials, and narrow bands where one term
+// in 40 comes from the whole range, so single lanes of a group leave the fast paths.
+TEST(ExactSum, VectorTablesMatchTheScalarTable) {
+  const std::vector<std::vector<Shape>> layouts = {
+      {{4, 517}, {4, 517}, {4, 517}},
+      {{4, 517}, {517}, {}, {4, 517}},
+      {{2, 300}, {2, 300}, {2, 300}, {2, 300}, {2, 300}, {2, 300}, {2, 300}},
+  };
+  Rng rng(23);
+  each_type([&]<class T>(T) {
+    const uint64_t top = max_biased<T>();
+    std::vector<std::pair<std::string, Case<T>>> cases;
+    for (std::size_t l = 0; l < layouts.size(); ++l) {
+      const std::string where = "layout " + std::to_string(l);
+      cases.emplace_back(where + ", whole range", pooled<T>(rng, layouts[l], 0, top, 0));
+      cases.emplace_back(where + ", specials", pooled<T>(rng, layouts[l], 0, top, 30));
+      Case<T> band = pooled<T>(rng, layouts[l], top / 2 - 3, top / 2 + 3, 0);
+      for (auto& terms : band.terms) {
+        for (T& e : terms) {
+          if (rng() % 40 == 0) e = random_value<T>(rng, 0, top);
+        }
+      }
+      cases.emplace_back(where + ", narrow band with strays", std::move(band));
+    }
+    for (const auto& [what, c] : cases) {
+      for (const bool small : {false, true}) {
+        const std::vector<uint64_t> want = table_bits(&cumulus::detail::scalar_kernels(), c, small);
+        for (const KernelTable* table : tables()) {
+          const std::vector<uint64_t> got = table_bits(table, c, small);
+          std::size_t misses = 0;
+          std::string shown;
+          for (std::size_t i = 0; i < want.size(); ++i) {
+            if (got[i] == want[i] || (is_nan_bits<T>(got[i]) && is_nan_bits<T>(want[i]))) continue;
+            if (misses++ < 3)
+              shown += "\n  output " + std::to_string(i) + ": " + hex(got[i]) + ", scalar " +
+                       hex(want[i]);
+          }
+          EXPECT_EQ(misses, 0u) << what << " [" << cumulus::dtype_name(cumulus::dtype_of<T>)
+                                << "], table " << table->isa << (small ? ", small tiles" : "")
+                                << shown;
+        }
+      }
+    }
+  });
+}
+
 }  // namespace

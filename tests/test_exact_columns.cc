@@ -16,6 +16,7 @@
 
 #include "cumulus/dtype.h"
 #include "exact.h"
+#include "exact_types.h"
 #include "kernels/kernels.h"
 #include "reference.h"
 
@@ -26,49 +27,12 @@ using cumulus::Float16;
 using cumulus::detail::KernelTable;
 using cumulus::detail::ScanBlock;
 
-template <class T>
-constexpr exact::Format kFormat = exact::kBinary32;
-template <>
-constexpr exact::Format kFormat<double> = exact::kBinary64;
-template <>
-constexpr exact::Format kFormat<Float16> = exact::kBinary16;
-template <>
-constexpr exact::Format kFormat<BFloat16> = exact::kBFloat16;
-
-template <class T>
-uint64_t bits(T v) {
-  uint64_t b = 0;
-  std::memcpy(&b, &v, sizeof(T));
-  return b;
-}
-
-bool nan_bits(uint64_t b, exact::Format f) {
-  const uint64_t mantissa = (uint64_t{1} << (f.precision - 1)) - 1;
-  const uint64_t exponent = ((uint64_t{1} << f.exp_bits) - 1) << (f.precision - 1);
-  return (b & exponent) == exponent && (b & mantissa) != 0;
-}
-
-template <class T>
-T of(double d) {
-  return ref::Num<T>::from_double_rounded(d);
-}
-template <class T>
-double value(T v) {
-  return ref::Num<T>::to_double(v);
-}
-
-std::vector<const KernelTable*> tables() {
-  std::vector<const KernelTable*> t = {&cumulus::detail::scalar_kernels()};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
-    t.push_back(&cumulus::detail::avx2_kernels());
-  }
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
-    t.push_back(&cumulus::detail::avx512_kernels());
-  }
-  return t;
-}
+using exact_test::bits;
+using exact_test::kFormat;
+using exact_test::nan_bits;
+using exact_test::of;
+using exact_test::value;
+std::vector<const KernelTable*> tables() { return exact_test::kernel_tables(); }
 
 // Scans columns [col_begin, col_end) of x, shape [length, inner], on every table, exclusive and
 // reverse, in place and not; compares those columns with exact::Sum and checks that the kernel

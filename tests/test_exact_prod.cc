@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cumulus/ops.h"
+#include "exact_types.h"
 #include "kernels/kernels.h"
 #include "ops/tuning.h"
 #include "reference.h"
@@ -158,18 +159,7 @@ std::vector<T> cumprod(const std::vector<T>& x, const Shape& shape, ScanOptions 
 }
 
 // The kernel tables this CPU can run.
-std::vector<const KernelTable*> tables() {
-  std::vector<const KernelTable*> t{&cumulus::detail::scalar_kernels()};
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    t.push_back(&cumulus::detail::avx2_kernels());
-  }
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
-    t.push_back(&cumulus::detail::avx512_kernels());
-  }
-  return t;
-}
+std::vector<const KernelTable*> tables() { return exact_test::kernel_tables(); }
 
 constexpr ScanOptions kModes[] = {{false, false}, {true, false}, {false, true}, {true, true}};
 std::string mode_name(ScanOptions o) {

@@ -14,6 +14,7 @@
 
 #include "cumulus/ops.h"
 #include "exact.h"
+#include "exact_types.h"
 #include "kernels/kernels.h"
 #include "ops/tuning.h"
 #include "reference.h"
@@ -35,43 +36,11 @@ class ScopedTuning {
   ScopedTuning& operator=(const ScopedTuning&) = delete;
 };
 
-template <class T>
-constexpr exact::Format kFormat = exact::kBinary32;
-template <>
-constexpr exact::Format kFormat<Float16> = exact::kBinary16;
-template <>
-constexpr exact::Format kFormat<cumulus::BFloat16> = exact::kBFloat16;
-
-template <class T>
-uint64_t bits(T v) {
-  uint64_t b = 0;
-  std::memcpy(&b, &v, sizeof(T));
-  return b;
-}
-
-bool nan_bits(uint64_t b, exact::Format f) {
-  const uint64_t mantissa = (uint64_t{1} << (f.precision - 1)) - 1;
-  const uint64_t exponent = ((uint64_t{1} << f.exp_bits) - 1) << (f.precision - 1);
-  return (b & exponent) == exponent && (b & mantissa) != 0;
-}
-
-template <class T>
-T of(double d) {
-  return ref::Num<T>::from_double_rounded(d);
-}
-
-std::vector<const KernelTable*> tables() {
-  std::vector<const KernelTable*> t = {&cumulus::detail::scalar_kernels()};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
-    t.push_back(&cumulus::detail::avx2_kernels());
-  }
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
-    t.push_back(&cumulus::detail::avx512_kernels());
-  }
-  return t;
-}
+using exact_test::bits;
+using exact_test::kFormat;
+using exact_test::nan_bits;
+using exact_test::of;
+std::vector<const KernelTable*> tables() { return exact_test::kernel_tables(); }
 
 // The default; each table whole; each table with a row cut into pieces of a few thousand (their
 // carries land anywhere in a block) and of a few dozen; streamed stores on.

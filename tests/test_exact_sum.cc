@@ -19,6 +19,7 @@
 
 #include "cumulus/ops.h"
 #include "exact.h"
+#include "exact_types.h"
 #include "ops/tuning.h"
 #include "scoped.h"
 
@@ -38,18 +39,7 @@ using cumulus::testing::ScopedThreads;
 using cumulus::testing::ScopedTuning;
 
 // The kernel tables this CPU can run.
-std::vector<const KernelTable*> tables() {
-  std::vector<const KernelTable*> t{&cumulus::detail::scalar_kernels()};
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    t.push_back(&cumulus::detail::avx2_kernels());
-  }
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
-    t.push_back(&cumulus::detail::avx512_kernels());
-  }
-  return t;
-}
+std::vector<const KernelTable*> tables() { return exact_test::kernel_tables(); }
 
 // ---- Types: their formats and bits -----------------------------------------------------------
 

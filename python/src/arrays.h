@@ -129,6 +129,46 @@ std::byte* numpy_data(py::handle array);
 // of a NumPy result when it has one.
 py::object wrap(Tensor&& result, Kind kind, const Operand* like);
 
+// Runs scan(x, y) on `in` (seen with `shape`) and returns the result: written straight into `out`
+// (an array or None) when writing it cannot change input not yet read, otherwise into a new
+// tensor, then scattered into `out` or returned as the input's kind. The GIL is released around
+// the scan; `op` names the operator in out='s errors.
+template <class Scan>
+py::object scan_into(const Operand& in, std::span<const int64_t> shape, const py::object& out,
+                     std::string_view op, const Scan& scan) {
+  std::optional<Operand> target;
+  if (!out.is_none()) {
+    target = output_operand(out, op);
+    check_out(*target, op, in.dtype, shape);
+  }
+  const bool direct =
+      target && target->dense && (!in.dense || target->data == in.data || !overlaps(in, *target));
+  Tensor result;
+  {
+    py::gil_scoped_release release;
+    Tensor copy;
+    ConstTensorView xv{in.dtype, shape, in.data};
+    if (!in.dense) {
+      copy = dense_copy(in, shape);
+      xv.data = copy.raw();
+    }
+    if (direct) {
+      scan(xv, TensorView{in.dtype, shape, target->data});
+    } else {
+      // A copy of the input is scanned in place.
+      Tensor y = in.dense ? Tensor(in.dtype, Shape(shape.begin(), shape.end())) : std::move(copy);
+      scan(xv, y.view());
+      if (target) {
+        scatter(y.view(), *target);
+      } else {
+        result = std::move(y);
+      }
+    }
+  }
+  if (target) return out;
+  return wrap(std::move(result), in.kind, &in);
+}
+
 // Registers the helper class that hands results to DLPack consumers.
 void add_array_types(py::module_& m);
 

@@ -124,40 +124,10 @@ py::object scan_chunk_binding(const py::object& x, const py::object& axis, const
   const ScanOptions options{attribute(exclusive, name, "exclusive"),
                             attribute(reverse, name, "reverse")};
   const int64_t a = integer(axis, name, "axis");
-  const std::span<const int64_t> shape = in.shape;
-  std::optional<Operand> target;
-  if (!out.is_none()) {
-    target = output_operand(out, name);
-    check_out(*target, name, in.dtype, shape);
-  }
-  // Straight into out when writing it cannot change input not yet read.
-  const bool direct =
-      target && target->dense && (!in.dense || target->data == in.data || !overlaps(in, *target));
-  Tensor result;
-  {
-    // The state is changed without the GIL: one state is for one thread at a time.
-    py::gil_scoped_release release;
-    Tensor copy;
-    ConstTensorView xv = in.view();
-    if (!in.dense) {
-      copy = dense_copy(in, shape);
-      xv.data = copy.raw();
-    }
-    if (direct) {
-      scan_chunk(kind, xv, a, {in.dtype, shape, target->data}, options, s);
-    } else {
-      // A copy of the input is scanned in place.
-      Tensor y = in.dense ? Tensor(in.dtype, Shape(shape.begin(), shape.end())) : std::move(copy);
-      scan_chunk(kind, xv, a, y.view(), options, s);
-      if (target) {
-        scatter(y.view(), *target);
-      } else {
-        result = std::move(y);
-      }
-    }
-  }
-  if (target) return out;
-  return wrap(std::move(result), in.kind, &in);
+  // The state is changed without the GIL: one state is for one thread at a time.
+  return scan_into(in, in.shape, out, name, [&](ConstTensorView xv, TensorView yv) {
+    scan_chunk(kind, xv, a, yv, options, s);
+  });
 }
 
 ScanState chunk_total_binding(const py::object& x, const py::object& axis, const py::object& op) {

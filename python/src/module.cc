@@ -41,38 +41,8 @@ py::object scan(OpKind op, const py::object& x, const py::object& axis, const py
   const int64_t a = flat ? 0 : integer(axis, name, "axis");
   const int64_t count = in.count();
   const std::span<const int64_t> shape = flat ? std::span(&count, 1) : in.shape;
-  std::optional<Operand> target;
-  if (!out.is_none()) {
-    target = output_operand(out, name);
-    check_out(*target, name, in.dtype, shape);
-  }
-  // Straight into out when writing it cannot change input not yet read.
-  const bool direct =
-      target && target->dense && (!in.dense || target->data == in.data || !overlaps(in, *target));
-  Tensor result;
-  {
-    py::gil_scoped_release release;
-    Tensor copy;
-    ConstTensorView xv{in.dtype, shape, in.data};
-    if (!in.dense) {
-      copy = dense_copy(in, shape);
-      xv.data = copy.raw();
-    }
-    if (direct) {
-      run_scan(op, xv, a, {in.dtype, shape, target->data}, options);
-    } else {
-      // A copy of the input is scanned in place.
-      Tensor y = in.dense ? Tensor(in.dtype, Shape(shape.begin(), shape.end())) : std::move(copy);
-      run_scan(op, xv, a, y.view(), options);
-      if (target) {
-        scatter(y.view(), *target);
-      } else {
-        result = std::move(y);
-      }
-    }
-  }
-  if (target) return out;
-  return wrap(std::move(result), in.kind, &in);
+  return scan_into(in, shape, out, name,
+                   [&](ConstTensorView xv, TensorView yv) { run_scan(op, xv, a, yv, options); });
 }
 
 // ONNX's names of Sum's inputs; the first ones made once, as every call needs them.

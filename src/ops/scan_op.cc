@@ -120,7 +120,12 @@ void scan_long_row(const detail::ScanKernels& kernel, const detail::Tuning& tuni
 }
 
 void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions options) {
-  const auto [outer, length, inner, count, bytes] = detail::check_scan(op, x, axis, y);
+  // Named copies, not structured bindings: lambdas below capture them (clang 14 cannot capture a
+  // structured binding).
+  const detail::ScanLayout layout = detail::check_scan(op, x, axis, y);
+  const std::size_t outer = layout.outer, length = layout.length, inner = layout.inner;
+  const int64_t count = layout.count;
+  const std::size_t bytes = layout.bytes;
   if (count == 0) return;
   const detail::Tuning tuning = detail::tuning();
   const detail::KernelTable& table = tuning.kernel_table();

@@ -1,5 +1,5 @@
-// The floating CumSum along rows where it takes the fast vector path a block at a time: the guard
-// that proves a block's double sums exact, at its boundaries, against the independent exact::Sum
+// The floating CumSum along rows where it takes the fast vector paths a block at a time: the guards
+// that prove a block's double sums exact, at its boundaries, against the independent exact::Sum
 // (exact.h), on every kernel table, with and without long-row pieces (whose carries enter the
 // guard), in all four directions.
 #include <gtest/gtest.h>
@@ -130,6 +130,70 @@ TEST(ExactRows, Float16TinyTermsLateAndRandom) {
   for (std::size_t i = 20000; i < row.size(); i += 7) row[i] = of<Float16>(3 * kHalfTiny);
   check_row(row, "float16 random, tiny late");
 }
+
+// float and bfloat16 blocks at the edge of the guard: runs of the largest mantissa at 2^1, a term
+// `spread` binades lower with its last bit set, the run taken back out. At the guard's limit
+// (53 - p - 8 binades for blocks of 256) a block's prefix is still exact in double; one binade
+// more and the small term's last bit falls off a prefix of ~2^9, which the output shows once the
+// run is gone. Runs of varying length put the small term at every depth of a block.
+template <class T>
+void check_guard_edge(int precision) {
+  const int limit = 53 - precision - 8;
+  const double big = 2.0 * (2.0 - std::ldexp(1.0, 1 - precision));
+  for (const int spread : {limit, limit + 1}) {
+    const double small = std::ldexp(1.0 + std::ldexp(1.0, 1 - precision), 1 - spread);
+    std::vector<T> row;
+    for (int r = 0; r < 40; ++r) {
+      const int run = 150 + (r * 37) % 100;
+      for (int k = 0; k < run; ++k) row.push_back(of<T>(big));
+      row.push_back(of<T>(r % 2 == 0 ? small : -small));
+      for (int k = 0; k < run; ++k) row.push_back(of<T>(-big));
+    }
+    check_row(row, std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) + " guard spread " +
+                       std::to_string(spread));
+  }
+}
+
+TEST(ExactRows, FloatBlocksAtTheGuardsEdge) { check_guard_edge<float>(24); }
+TEST(ExactRows, BFloat16BlocksAtTheGuardsEdge) { check_guard_edge<cumulus::BFloat16>(8); }
+
+// A carry of 2^40 + a half ulp of T there (two terms), then +-2^-20 in turn: each output is the
+// tie broken by the small term, which a double beside the carry cannot hold (the blocks' pairs
+// must take it in their low part, every lane).
+template <class T>
+void check_ties_beside_a_carry(int precision) {
+  std::vector<T> row = {of<T>(std::ldexp(1.0, 40)), of<T>(std::ldexp(1.0, 40 - precision))};
+  for (int k = 0; k < 2000; ++k) row.push_back(of<T>(k % 2 == 0 ? 0x1p-20 : -0x1p-20));
+  check_row(row, std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) + " ties beside a carry");
+}
+
+TEST(ExactRows, FloatTiesBesideACarry) { check_ties_beside_a_carry<float>(24); }
+TEST(ExactRows, BFloat16TiesBesideACarry) { check_ties_beside_a_carry<cumulus::BFloat16>(8); }
+
+// A carry of 2^40 + 2^-40, a block or more of zeros, then a term far below both: the carry after
+// that block cannot stay a pair. An exclusive scan's outputs in the block never include the last
+// term, so only the carry's own test sees it; runs of every length mod 256 put it last in a block.
+// Then the carry is taken back out, leaving the tiny term.
+template <class T>
+void check_carry_leaving_the_pair() {
+  const double tiny = std::ldexp(1.0, -100) * (1 + 0x1p-7);
+  std::vector<T> row;
+  for (int z = 0; z < 256; ++z) {
+    row.push_back(of<T>(0x1p40));
+    row.push_back(of<T>(0x1p-40));
+    for (int k = 0; k < 256 + z; ++k) row.push_back(of<T>(0.0));
+    row.push_back(of<T>(tiny));
+    for (int k = 0; k < 3; ++k) row.push_back(of<T>(0.0));
+    row.push_back(of<T>(-0x1p40));
+    row.push_back(of<T>(-0x1p-40));
+    row.push_back(of<T>(-tiny));
+  }
+  check_row(row,
+            std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) + " carry leaving the pair");
+}
+
+TEST(ExactRows, FloatCarryLeavingThePair) { check_carry_leaving_the_pair<float>(); }
+TEST(ExactRows, BFloat16CarryLeavingThePair) { check_carry_leaving_the_pair<cumulus::BFloat16>(); }
 
 // An infinity or NaN arriving on the fast path; -0 only rows; -0 rows that meet a +0 late.
 TEST(ExactRows, Float16SpecialsAndZeros) {

@@ -4,11 +4,12 @@
 # scan syncs its output before the rename that makes it visible, so dd is timed both without and
 # with conv=fsync.
 #
-#   bench/compare_scan.sh [CUMULUS] [GIB] [AXIS] [MEMORY]
+#   bench/compare_scan.sh [CUMULUS] [GIB] [AXIS] [MEMORY] [ROUNDS]
 #     CUMULUS  the cumulus executable (default build/cumulus)
 #     GIB      the file's size in GiB (default 2)
 #     AXIS     the axis of the [rows, 4096] array to scan (default 1: contiguous rows)
 #     MEMORY   --memory of the scan (default 256M)
+#     ROUNDS   times each command runs, in turn; the medians are reported (default 3)
 # The files go to $TMPDIR (default /tmp) and are removed at the end.
 set -euo pipefail
 
@@ -16,6 +17,7 @@ cumulus=${1:-build/cumulus}
 gib=${2:-2}
 axis=${3:-1}
 memory=${4:-256M}
+rounds=${5:-3}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/compare_scan.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 
@@ -50,12 +52,21 @@ report() {  # name seconds
   printf '%-28s %7.3f s  %7.0f MB/s\n' "$1" "$2" "$(echo "$bytes / $2 / 1000000" | bc -l)"
 }
 
-echo "file: $rows x $cols float32, $bytes bytes; scan axis $axis, --memory $memory"
-dd_time=$(seconds dd if="$dir/in.npy" of="$dir/dd.npy" bs=16M)
-rm -f "$dir/dd.npy"
-dd_sync_time=$(seconds dd if="$dir/in.npy" of="$dir/dd.npy" bs=16M conv=fsync)
-rm -f "$dir/dd.npy"
-scan_time=$(seconds "$cumulus" scan "$dir/in.npy" "$dir/out.npy" --axis "$axis" --memory "$memory")
+echo "file: $rows x $cols float32, $bytes bytes; scan axis $axis, --memory $memory; $rounds rounds"
+# The three commands take turns, so drifting load or writeback touches each alike; medians.
+dd_times=() dd_sync_times=() scan_times=()
+for ((r = 0; r < rounds; r++)); do
+  dd_times+=("$(seconds dd if="$dir/in.npy" of="$dir/dd.npy" bs=16M)")
+  rm -f "$dir/dd.npy"
+  dd_sync_times+=("$(seconds dd if="$dir/in.npy" of="$dir/dd.npy" bs=16M conv=fsync)")
+  rm -f "$dir/dd.npy"
+  scan_times+=("$(seconds "$cumulus" scan "$dir/in.npy" "$dir/out.npy" --axis "$axis" --memory "$memory")")
+  rm -f "$dir/out.npy"
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+dd_time=$(median "${dd_times[@]}")
+dd_sync_time=$(median "${dd_sync_times[@]}")
+scan_time=$(median "${scan_times[@]}")
 report "dd bs=16M" "$dd_time"
 report "dd bs=16M conv=fsync" "$dd_sync_time"
 report "cumulus scan" "$scan_time"

@@ -333,15 +333,17 @@ TEST(ExactColumnsHalf, PastTwoToThe29) {
 
 // A float16 slab longer than the plain double scan takes: past 2^29 one lane's carry has an ulp
 // above 2^-24, so a 2^-24 term gives that lane alone a nonzero lo, which -2^-24 takes back to 0;
-// the other lanes stay plain.
+// 3 2^-24 makes it nonzero again, and is all that is left when the sum comes back. The other
+// lanes stay plain.
 TEST(ExactColumnsHalf, LowPartInOneLongLane) {
   const double unit = std::ldexp(1, -24), max = 65504;
-  const std::size_t length = 8300, inner = 11, c = 6;
+  const std::size_t up = 8200, length = 2 * up + 20, inner = 11, c = 6;
   std::vector<Float16> x = plain_columns<Float16>(length, inner, 3);
   for (std::size_t s = 0; s < length; ++s) {
-    double v = s < 8200 ? max : 0.0;
-    if (s == 8210 || s == 8290) v = unit;
-    if (s == 8250) v = -unit;
+    double v = s < up ? max : s >= up + 10 && s < 2 * up + 10 ? -max : 0.0;
+    if (s == up + 2) v = unit;
+    if (s == up + 4) v = -unit;
+    if (s == up + 6) v = 3 * unit;
     x[s * inner + c] = of<Float16>(v);
   }
   check_both_ways(x, length, inner, "float16 lane past 2^29");

@@ -6,6 +6,7 @@
 // each CUMULUS_ISA.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -168,6 +169,134 @@ TYPED_TEST(ExactColumns, LeavesAtTheEnds) {
   check(x, length, inner, 0, inner, "ends");
 }
 
+// Terms k/64 with |k| < 256, exact in every type: each prefix is exact in a double, so a tile of
+// them keeps every lo at 0 and takes the one-addition step, until a column gets something else.
+template <class T>
+std::vector<T> plain_columns(std::size_t length, std::size_t inner, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> k(-255, 255);
+  std::vector<T> x(length * inner);
+  for (T& e : x) e = of<T>(k(rng) / 64.0);
+  return x;
+}
+
+// check() on x and on x with its rows upside down, so that the forward and the reverse scans
+// each meet the events in both orders; and on a block of the columns that starts and ends
+// inside the row.
+template <class T>
+void check_both_ways(const std::vector<T>& x, std::size_t length, std::size_t inner,
+                     const std::string& what) {
+  check(x, length, inner, 0, inner, what);
+  std::vector<T> flipped(x.size());
+  for (std::size_t s = 0; s < length; ++s) {
+    std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(s * inner), inner,
+                flipped.begin() + static_cast<std::ptrdiff_t>((length - 1 - s) * inner));
+  }
+  check(flipped, length, inner, 0, inner, what + ", rows flipped");
+  if (inner > 4) check(x, length, inner, 1, inner - 2, what + ", inner block");
+}
+
+template <class T>
+class ExactColumnsWide : public ::testing::Test {};
+// The types whose range holds 2^-62 next to 1: a term below the carry's ulp.
+using WideTypes = ::testing::Types<float, double, BFloat16>;
+TYPED_TEST_SUITE(ExactColumnsWide, WideTypes);
+
+// Widths from 1 to 300: every remainder of the vectors' 8 lanes, and across the 256-lane tile.
+constexpr std::size_t kManyWidths[] = {1,  2,  3,  4,  5,  6,   7,   8,   9,   15,  16,
+                                       17, 23, 31, 32, 33, 100, 255, 256, 257, 263, 300};
+
+// One lane of a plain tile gets a term below its carry's ulp: its lo becomes nonzero for that
+// lane only and decides the rounding of a tie (1 + 2^-p, p the type's precision, rounds up only
+// with the 2^-62 below it), then comes back to 0 (-2^-62) and goes nonzero again at the last
+// step. Another lane's lo becomes nonzero at the second step (1, then 2^-62) and stays so;
+// a third takes 2^-62 first and 1 after it.
+TYPED_TEST(ExactColumnsWide, LowPartInSomeLanes) {
+  using T = TypeParam;
+  constexpr exact::Format kF = kFormat<T>;
+  const double tie = std::ldexp(1, -kF.precision), low = std::ldexp(1, -62);
+  const std::size_t length = 30;
+  for (const std::size_t inner : kManyWidths) {
+    std::vector<T> x = plain_columns<T>(length, inner, inner);
+    const auto set = [&](std::size_t c, const std::vector<double>& column) {
+      for (std::size_t s = 0; s < length; ++s) x[s * inner + c] = of<T>(column[s]);
+    };
+    for (const std::size_t c : {inner / 2, inner - 1}) {
+      std::vector<double> column(length, 0.0);
+      column[0] = 1;
+      column[3] = tie;
+      column[5] = low;
+      column[12] = -low;
+      column[length - 1] = low;
+      set(c, column);
+    }
+    if (inner > 2) {
+      std::vector<double> column(length, 0.0);
+      column[0] = 1;
+      column[1] = low;
+      column[9] = tie;
+      set(0, column);
+    }
+    if (inner > 3) {
+      std::vector<double> column(length, 0.0);
+      column[0] = low;
+      column[1] = 1;
+      column[2] = tie;
+      set(1, column);
+    }
+    check_both_ways(x, length, inner, "low parts, width " + std::to_string(inner));
+  }
+}
+
+// Zero signs while the tile takes the two-TwoSum step (lane 0 of every tile keeps a nonzero lo
+// from the second step on): all -0 columns stay -0 (exclusive: +0 first), a -0 column meets a +0,
+// a column cancels to +0; and once lane 0's lo is back to 0, the same in the one-addition step.
+TYPED_TEST(ExactColumnsWide, ZeroSignBesideAWidePair) {
+  using T = TypeParam;
+  const double low = std::ldexp(1, -62);
+  const std::size_t length = 24;
+  for (const std::size_t inner : {2, 3, 9, 17, 256, 257, 300}) {
+    std::vector<T> x(length * inner, of<T>(-0.0));
+    for (std::size_t c = 0; c < inner; ++c) {
+      if (c % 256 == 0) {
+        x[c] = of<T>(1.0);
+        x[inner + c] = of<T>(low);
+        x[14 * inner + c] = of<T>(-low);
+        x[15 * inner + c] = of<T>(-1.0);
+      } else if (c % 4 == 1) {
+        x[(3 + c % 17) * inner + c] = of<T>(0.0);
+      } else if (c % 4 == 2) {
+        x[4 * inner + c] = of<T>(2.5);
+        x[9 * inner + c] = of<T>(-2.5);
+      }
+    }
+    check_both_ways(x, length, inner, "zeros beside a pair, width " + std::to_string(inner));
+  }
+}
+
+// An infinity or a NaN in the lane whose lo is nonzero, in another lane while a lo is nonzero,
+// at the step where another lane's lo first becomes nonzero, and at the first step.
+TYPED_TEST(ExactColumnsWide, SpecialsInEitherStep) {
+  using T = TypeParam;
+  const double inf = std::numeric_limits<double>::infinity(), low = std::ldexp(1, -62);
+  const std::size_t length = 20;
+  for (const std::size_t inner : {5, 16, 31, 256, 261}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      std::vector<T> x = plain_columns<T>(length, inner, inner + 100 * kind);
+      const std::size_t a = inner - 1, b = inner / 2, c = 1, d = inner / 2 + 1;
+      const double special = kind % 2 == 0 ? inf : std::nan("");
+      x[a] = of<T>(1.0);
+      x[2 * inner + a] = of<T>(low);  // lane a's lo is nonzero from step 2
+      x[6 * inner + (kind < 2 ? a : d)] = of<T>(special);
+      x[inner + c] = of<T>(low);       // lane c's e != 0 at step 1 ...
+      x[inner + b] = of<T>(-special);  // ... where lane b meets an infinity or a NaN
+      x[0] = of<T>(-inf);              // and lane 0 one at step 0
+      check_both_ways(x, length, inner,
+                      "specials, width " + std::to_string(inner) + " kind " + std::to_string(kind));
+    }
+  }
+}
+
 // float16 slabs of 8192 rows (the plain double scan) and 8193 (the pairs): partial sums up to
 // 2^28 that come back, a 2^-24 term that must survive them.
 TEST(ExactColumnsHalf, LongSlabsNearTheDoubleLimit) {
@@ -200,6 +329,24 @@ TEST(ExactColumnsHalf, PastTwoToThe29) {
     }
   }
   check(x, length, inner, 0, inner, "float16 past 2^29");
+}
+
+// A float16 slab longer than the plain double scan takes: past 2^29 one lane's carry has an ulp
+// above 2^-24, so a 2^-24 term gives that lane alone a nonzero lo, which -2^-24 takes back to 0;
+// 3 2^-24 makes it nonzero again, and is all that is left when the sum comes back. The other
+// lanes stay plain.
+TEST(ExactColumnsHalf, LowPartInOneLongLane) {
+  const double unit = std::ldexp(1, -24), max = 65504;
+  const std::size_t up = 8200, length = 2 * up + 20, inner = 11, c = 6;
+  std::vector<Float16> x = plain_columns<Float16>(length, inner, 3);
+  for (std::size_t s = 0; s < length; ++s) {
+    double v = s < up ? max : s >= up + 10 && s < 2 * up + 10 ? -max : 0.0;
+    if (s == up + 2) v = unit;
+    if (s == up + 4) v = -unit;
+    if (s == up + 6) v = 3 * unit;
+    x[s * inner + c] = of<Float16>(v);
+  }
+  check_both_ways(x, length, inner, "float16 lane past 2^29");
 }
 
 }  // namespace

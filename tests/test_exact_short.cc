@@ -109,15 +109,20 @@ void check_kernel(const std::vector<T>& x, std::size_t length, const std::string
           if (in_place && stream) continue;  // the ops layer streams only apart from x
           std::vector<T> y = in_place ? x : std::vector<T>(x.size(), sentinel);
           y.push_back(sentinel);
-          const RowScan s{in_place ? y.data() : x.data(), y.data(), rows, length, o.exclusive,
-                          o.reverse, nullptr, stream};
+          const RowScan s{in_place ? y.data() : x.data(),
+                          y.data(),
+                          rows,
+                          length,
+                          o.exclusive,
+                          o.reverse,
+                          nullptr,
+                          stream};
           table->cumsum[static_cast<int>(cumulus::dtype_of<T>)].rows(s);
-          const std::string where = what + " (" + table->isa + ", length " +
-                                    std::to_string(length) + ", rows " + std::to_string(rows) +
-                                    (o.exclusive ? ", exclusive" : "") +
-                                    (o.reverse ? ", reverse" : "") +
-                                    (in_place ? ", in place" : "") + (stream ? ", streamed" : "") +
-                                    ")";
+          const std::string where =
+              what + " (" + table->isa + ", length " + std::to_string(length) + ", rows " +
+              std::to_string(rows) + (o.exclusive ? ", exclusive" : "") +
+              (o.reverse ? ", reverse" : "") + (in_place ? ", in place" : "") +
+              (stream ? ", streamed" : "") + ")";
           if (differs(y.data(), want, length, where)) return;
           if (bits(y.back()) != bits(sentinel)) {
             ADD_FAILURE() << where << ": wrote past the rows";
@@ -178,15 +183,15 @@ std::vector<T> rows_with(std::size_t rows, std::size_t length, std::size_t at,
   return x;
 }
 
-// Lengths 1 to 40 (the group path stops at 32), row counts of one, of a group and a few more
-// (a group holds 512 / length rows) and not a multiple of it; uniform data and data whose rows
-// span many binades, so that some groups are proven exact at once and others row by row.
+// Lengths 1 to 40 and 60 to 68 (the group path stops at 64), row counts of one, of a group and a
+// few more (a group holds 512 / length rows) and not a multiple of it; uniform data and data whose
+// rows span many binades, so that some groups are proven exact at once and others row by row.
 template <class T>
 void random_rows() {
   std::mt19937_64 rng(20261201);
   std::uniform_real_distribution<double> uniform(-1, 1);
   std::uniform_int_distribution<int> binade(-30, 30);
-  for (std::size_t length = 1; length <= 40; ++length) {
+  for (std::size_t length = 1; length <= 68; length += length == 40 ? 20 : 1) {
     const std::size_t group = 512 / length;
     for (const std::size_t rows : {std::size_t{1}, group + 1, 2 * group + 3}) {
       for (const bool wide : {false, true}) {
@@ -209,11 +214,10 @@ TEST(ExactShort, RandomRowsBFloat16) { random_rows<BFloat16>(); }
 // the others ordinary; at the group's first, a middle and its last row.
 template <class T>
 void cancellation() {
-  const std::vector<std::vector<double>> specials = {
-      {1e30, 1, -1e30},
-      {0x1p100, 1, 0x1p-100, -0x1p100, -1},
-      {0x1p60, 0x1p-60, 3, -0x1p60, 0x1p-61}};
-  for (const std::size_t length : {3, 4, 5, 8, 16, 32}) {
+  const std::vector<std::vector<double>> specials = {{1e30, 1, -1e30},
+                                                     {0x1p100, 1, 0x1p-100, -0x1p100, -1},
+                                                     {0x1p60, 0x1p-60, 3, -0x1p60, 0x1p-61}};
+  for (const std::size_t length : {3, 4, 5, 8, 16, 32, 64}) {
     const std::size_t rows = 2 * (512 / length) + 1;
     for (const std::size_t at : {std::size_t{0}, rows / 3, 512 / length - 1, rows - 1}) {
       for (const auto& special : specials) {
@@ -242,10 +246,10 @@ TEST(ExactShort, CancellationFloat16) {
 // a plain double sum would round the tie the wrong way.
 template <class T>
 void ties(int digits) {
-  const double half_ulp = std::ldexp(1.0, -digits);  // of 1
-  const double tiny = std::ldexp(1.0, -digits - 40);
+  const double half_ulp = std::ldexp(1.0, -digits);   // of 1
+  const double tiny = std::ldexp(1.0, -digits - 70);  // beyond a pair of doubles beside 1
   for (const double below : {tiny, -tiny}) {
-    for (const std::size_t length : {3, 4, 7, 32}) {
+    for (const std::size_t length : {3, 4, 7, 32, 64}) {
       const std::size_t rows = 512 / length + 5;
       const std::vector<T> x = rows_with<T>(rows, length, 2, {1, half_ulp, below}, length);
       check_kernel(x, length, "tie, below " + std::to_string(below));
@@ -254,6 +258,26 @@ void ties(int digits) {
   // Two terms only differing far below: 1 + half ulp + tiny, then the tie's other side.
   const std::vector<T> x = of_all<T>({1, half_ulp, tiny, -tiny, -tiny, 3 * half_ulp, tiny, 0});
   check_kernel(x, 8, "tie chain");
+}
+
+// A tie decided below double's 53 bits by terms whose magnitudes lie close enough together that
+// only the exact bound on their spread sends the group row by row: float's 1, 2^-24 + 2^-35,
+// -2^-35 + 2^-58 sum to 1 + 2^-24 + 2^-58 (the tie between 1 and 1 + 2^-23, decided up), which
+// double rounds to the tie. bfloat16 needs a chain of terms 7 binades apart to get there.
+TEST(ExactShort, TiesBeyondDoubleFloat) {
+  for (const std::size_t length : {3, 4, 8}) {
+    const std::vector<float> x = rows_with<float>(
+        512 / length + 2, length, 1, {1, 0x1p-24 + 0x1p-35, -0x1p-35 + 0x1p-58}, length);
+    check_kernel(x, length, "tie beyond double");
+  }
+}
+TEST(ExactShort, TiesBeyondDoubleBFloat16) {
+  std::vector<double> chain = {1, 0x1p-8 + 0x1p-15};
+  for (int k = 15; k < 57; k += 7) chain.push_back(-std::ldexp(1.0, -k) + std::ldexp(1.0, -k - 7));
+  for (const std::size_t length : {8, 16}) {
+    const std::vector<BFloat16> x = rows_with<BFloat16>(512 / length + 2, length, 1, chain, length);
+    check_kernel(x, length, "tie beyond double");
+  }
 }
 
 TEST(ExactShort, TiesFloat) { ties<float>(24); }
@@ -274,8 +298,8 @@ TEST(ExactShort, TiesFloat16) {
 template <class T>
 void zeros() {
   const std::vector<std::vector<double>> rows = {
-      {-0.0, -0.0, -0.0, -0.0}, {0.0, 0.0, 0.0, 0.0},  {-0.0, -0.0, 0.0, -0.0},
-      {-0.0, -0.0, -0.0, -0.0}, {1, -1, -0.0, -0.0},   {-0.0, 2, -2, -0.0},
+      {-0.0, -0.0, -0.0, -0.0}, {0.0, 0.0, 0.0, 0.0},   {-0.0, -0.0, 0.0, -0.0},
+      {-0.0, -0.0, -0.0, -0.0}, {1, -1, -0.0, -0.0},    {-0.0, 2, -2, -0.0},
       {-0.0, -0.0, -0.0, -0.0}, {0.0, -0.0, -0.0, 0.0}, {-0.0, -0.0, -0.0, 0.0},
       {-0.0, -0.0, -0.0, -0.0}};
   std::vector<double> flat;
@@ -284,7 +308,7 @@ void zeros() {
   check_kernel(of_all<T>(flat), 2, "zeros in pairs");
   check_kernel(of_all<T>(flat), 1, "zeros alone");
   // A group of all -0 rows but one +0 in its last row.
-  for (const std::size_t length : {3, 8, 32}) {
+  for (const std::size_t length : {3, 8, 32, 64}) {
     std::vector<T> x(3 * 512, of<T>(-0.0));
     x.resize(x.size() / length * length);
     x[x.size() - 2] = of<T>(0.0);
@@ -312,7 +336,7 @@ void specials() {
   }
   const std::vector<std::vector<double>> specials = {
       {kInf}, {1, -kInf, 2}, {kInf, 5, -kInf, 1}, {-kInf, -kInf, 3}, {2, 3, kInf}};
-  for (const std::size_t length : {1, 2, 3, 4, 8, 17, 32}) {
+  for (const std::size_t length : {1, 2, 3, 4, 8, 17, 32, 63, 64}) {
     const std::size_t rows = 512 / length + 3;
     for (const std::size_t at : {std::size_t{0}, rows - 1}) {
       for (const auto& special : specials) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `cumulus scan` of a large float32 .npy against dd copying the same file, in the same run, page
 # cache warm. Both read every byte once and write every byte once; the scan also computes. The
-# scan syncs its output before the rename that makes it visible, so dd is timed both without and
-# with conv=fsync.
+# scan syncs its output before the rename that makes it visible (unless --no-sync), so dd is timed
+# both without and with conv=fsync, and the scan with and without --no-sync.
 #
 #   bench/compare_scan.sh [CUMULUS] [GIB] [AXIS] [MEMORY] [ROUNDS]
 #     CUMULUS  the cumulus executable (default build/cumulus)
@@ -54,7 +54,7 @@ report() {  # name seconds
 
 echo "file: $rows x $cols float32, $bytes bytes; scan axis $axis, --memory $memory; $rounds rounds"
 # The three commands take turns, so drifting load or writeback touches each alike; medians.
-dd_times=() dd_sync_times=() scan_times=()
+dd_times=() dd_sync_times=() scan_times=() scan_nosync_times=()
 for ((r = 0; r < rounds; r++)); do
   dd_times+=("$(seconds dd if="$dir/in.npy" of="$dir/dd.npy" bs=16M)")
   rm -f "$dir/dd.npy"
@@ -62,16 +62,23 @@ for ((r = 0; r < rounds; r++)); do
   rm -f "$dir/dd.npy"
   scan_times+=("$(seconds "$cumulus" scan "$dir/in.npy" "$dir/out.npy" --axis "$axis" --memory "$memory")")
   rm -f "$dir/out.npy"
+  scan_nosync_times+=("$(seconds "$cumulus" scan "$dir/in.npy" "$dir/out.npy" --axis "$axis" \
+    --memory "$memory" --no-sync)")
+  rm -f "$dir/out.npy"
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 dd_time=$(median "${dd_times[@]}")
 dd_sync_time=$(median "${dd_sync_times[@]}")
 scan_time=$(median "${scan_times[@]}")
+scan_nosync_time=$(median "${scan_nosync_times[@]}")
 report "dd bs=16M" "$dd_time"
 report "dd bs=16M conv=fsync" "$dd_sync_time"
 report "cumulus scan" "$scan_time"
-printf 'scan / dd throughput:             %.2f\n' "$(echo "$dd_time / $scan_time" | bc -l)"
+report "cumulus scan --no-sync" "$scan_nosync_time"
+# Like with like: the scan syncs its output before naming it, as dd conv=fsync does; --no-sync
+# leaves the writeback to the kernel, as plain dd does.
 printf 'scan / dd conv=fsync throughput:  %.2f\n' "$(echo "$dd_sync_time / $scan_time" | bc -l)"
+printf 'scan --no-sync / dd throughput:   %.2f\n' "$(echo "$dd_time / $scan_nosync_time" | bc -l)"
 
 # Where the scan's time goes: the same scan under strace -c would perturb it, so the split comes
 # from the kernel's own account (user time is the compute; system time the copies in and out of

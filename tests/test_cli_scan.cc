@@ -347,6 +347,24 @@ TEST_F(CliScan, FortranOutputHasNumpysHeader) {
   EXPECT_EQ(read_all(dir_ / "out.npy").substr(0, 128), numpy_wrote);
 }
 
+// --no-sync only skips the wait for the disk: the same file, under the same name.
+TEST_F(CliScan, NoSyncWritesTheSameFile) {
+  const Shape shape = {300, 70};
+  write(dir_ / "in.npy",
+        npy_file(random_tensor(DType::kFloat32, shape, OpKind::kCumSum, 9), shape, false));
+  const std::vector<std::string> args = {
+      "scan", (dir_ / "in.npy").string(), "", "--axis", "0", "--memory", "64K"};
+  std::vector<std::string> synced = args, unsynced = args;
+  synced[2] = (dir_ / "synced.npy").string();
+  unsynced[2] = (dir_ / "unsynced.npy").string();
+  unsynced.push_back("--no-sync");
+  ASSERT_EQ(cli(synced).status, 0);
+  ASSERT_EQ(cli(unsynced).status, 0);
+  EXPECT_EQ(read_all(dir_ / "unsynced.npy"), read_all(dir_ / "synced.npy"));
+  EXPECT_EQ(names_in(dir_.path()),
+            (std::vector<std::string>{"in.npy", "synced.npy", "unsynced.npy"}));
+}
+
 TEST_F(CliScan, EmptyArraysGiveEmptyArrays) {
   for (const Shape& shape : {Shape{0}, Shape{4, 0}, Shape{0, 3}}) {
     SCOPED_TRACE(shape_string(shape));
@@ -487,29 +505,35 @@ TEST_F(CliScan, KilledMidwayLeavesNoOutput) {
   const fs::path out = dir_ / "out";
   fs::create_directory(out);
   const fs::path folder = fs::canonical(out);
-  int killed_midway = 0;
-  for (int attempt = 0; attempt < 5 && killed_midway == 0; ++attempt) {
-    const Child child = start({"scan", (dir_ / "big.npy").string(), (out / "y.npy").string(),
-                               "--axis", "0", "--memory", "64K"});
-    int raw = 0;
-    while (::waitpid(child.pid, &raw, WNOHANG) == 0) {
-      const std::optional<off_t> size = size_of_file_open_in(child.pid, folder);
-      if (size && *size > 0) {
-        ASSERT_EQ(::kill(child.pid, SIGKILL), 0);
-        ASSERT_EQ(::waitpid(child.pid, &raw, 0), child.pid);
-        EXPECT_TRUE(WIFSIGNALED(raw));
-        ++killed_midway;
-        break;
+  for (const bool sync : {true, false}) {
+    SCOPED_TRACE(sync ? "synced" : "--no-sync");
+    int killed_midway = 0;
+    for (int attempt = 0; attempt < 5 && killed_midway == 0; ++attempt) {
+      std::vector<std::string> args = {
+          "scan", (dir_ / "big.npy").string(), (out / "y.npy").string(), "--axis", "0", "--memory",
+          "64K"};
+      if (!sync) args.push_back("--no-sync");
+      const Child child = start(args);
+      int raw = 0;
+      while (::waitpid(child.pid, &raw, WNOHANG) == 0) {
+        const std::optional<off_t> size = size_of_file_open_in(child.pid, folder);
+        if (size && *size > 0) {
+          ASSERT_EQ(::kill(child.pid, SIGKILL), 0);
+          ASSERT_EQ(::waitpid(child.pid, &raw, 0), child.pid);
+          EXPECT_TRUE(WIFSIGNALED(raw));
+          ++killed_midway;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      if (killed_midway == 0) {
+        fs::remove(out / "y.npy");  // it finished before the kill: try again
+        continue;
+      }
+      EXPECT_EQ(names_in(out), std::vector<std::string>{}) << "a partial or temporary file is left";
     }
-    if (killed_midway == 0) {
-      fs::remove(out / "y.npy");  // it finished before the kill: try again
-      continue;
-    }
-    EXPECT_EQ(names_in(out), std::vector<std::string>{}) << "a partial or temporary file is left";
+    EXPECT_EQ(killed_midway, 1) << "no kill landed while the output was being written";
   }
-  EXPECT_EQ(killed_midway, 1) << "no kill landed while the output was being written";
 }
 
 // A write failing after 64 KiB of a 4 MB output (a file size limit): one line naming the output,

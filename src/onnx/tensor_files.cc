@@ -501,8 +501,8 @@ void TempFile::write_at(std::span<const std::byte> bytes, uint64_t offset) {
   }
 }
 
-void TempFile::commit() {
-  if (::fsync(fd_->get()) != 0) fail_io("fsync failed", errno);
+void TempFile::commit(bool durable) {
+  if (durable && ::fsync(fd_->get()) != 0) fail_io("fsync failed", errno);
   if (path_.empty()) {
     const std::string self = fmt::format("/proc/self/fd/{}", fd_->get());
     name_file("cannot name the temporary file", [&self](const fs::path& path) {

@@ -60,8 +60,9 @@ class TempFile {
   void write(std::string_view bytes);
   // At `offset` from the start of the file, which grows as needed.
   void write_at(std::span<const std::byte> bytes, uint64_t offset);
-  // Makes the contents durable before the rename, so the target is never seen half written.
-  void commit();
+  // Names the file as the target, whole: a killed process never leaves it half written. With
+  // `durable`, the contents reach the disk first, so neither does a crash of the system.
+  void commit(bool durable = true);
 
  private:
   std::string create_step() const;

@@ -529,6 +529,10 @@ int main(int argc, char** argv) {
   scan->add_option("--threads", threads, "Threads for the kernels (results do not depend on it)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  scan->add_flag_callback(
+      "--no-sync", [&scan_request] { scan_request.sync = false; },
+      "Do not wait for the output to reach the disk before naming it (as cp and dd do "
+      "not): a killed run still leaves no output, a crash of the system may");
   scan->footer(
       "Example: the running sum of a 40 GB float32 array down its rows, in 1 GiB of memory:\n"
       "  cumulus scan big.npy sums.npy --op cumsum --axis 0 --memory 1G\n"

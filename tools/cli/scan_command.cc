@@ -343,7 +343,7 @@ int scan_command(const ScanRequest& request) {
     Progress progress(file.data_bytes);
     Scanner(request, input.get(), file, layout, plan, output, header.size(), progress).run();
   }
-  output.commit();
+  output.commit(request.sync);
   std::cout << fmt::format("wrote {} ({}, shape {})\n", request.output, dtype_name(file.dtype),
                            onnx::shape_tuple(file.shape));
   return 0;

@@ -17,6 +17,7 @@ struct ScanRequest {
   int64_t axis = 0;
   ScanOptions options;
   std::size_t memory = 0;  // bytes for the buffers and the scan state
+  bool sync = true;        // the output reaches the disk before it takes its name
 };
 
 // "4096", "64K", "256M", "2G": bytes, with an optional power-of-1024 suffix (K, M, G or T), as

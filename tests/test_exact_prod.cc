@@ -330,6 +330,23 @@ void check_million_terms() {
     EXPECT_EQ(check_line(x.data(), col.data(), kTerms / 2, 2, {false, true}, "column"), 0);
   }
 }
+// A float64 product that sinks slowly from 2^-1000 through the subnormals to zero: factors just
+// below 1, whose significands near 2 make the vector kernels' unnormalised block mantissas large
+// (towards 2^64), so outputs there are subnormal with exponents far below -1074, and further on
+// round to zero.
+TEST(ExactProdLong, Float64SinksThroughSubnormals) {
+  Rng rng(1075);
+  std::vector<double> x(60000);
+  x[0] = 0x1p-1000;
+  for (std::size_t i = 1; i < x.size(); ++i) {
+    x[i] = (rng() % 2 != 0 ? -1 : 1) * (0.999 + static_cast<double>(rng() % 1024) * 0x1p-20);
+  }
+  for (ScanOptions o : kModes) {
+    const std::vector<double> y = cumprod(x, {static_cast<int64_t>(x.size())}, o);
+    EXPECT_EQ(check_line(x.data(), y.data(), x.size(), 1, o, mode_name(o)), 0);
+  }
+}
+
 TEST(ExactProdLong, Float32MillionTerms) { check_million_terms<float>(); }
 TEST(ExactProdLong, Float64MillionTerms) { check_million_terms<double>(); }
 
@@ -358,9 +375,9 @@ TYPED_TEST(ExactProd, TotalsIdenticalAcrossTables) {
   }
 }
 
-// The ops layer hands floating CumProd's kernels pieces of exactly one span, whatever the
-// tuning's piece: the span is the kernels' evaluation order. A table that records the lengths
-// its total() is asked for sees the cut.
+// The ops layer takes floating CumProd's totals span by span, whatever the tuning's piece (one
+// span, or several in one piece): the span is the kernels' evaluation order. A table that records
+// the lengths its total() is asked for sees the cut.
 std::vector<std::size_t> g_total_lengths;
 cumulus::detail::Carry recording_total(const void* x, std::size_t n) noexcept {
   g_total_lengths.push_back(n);
@@ -373,23 +390,25 @@ TEST(ExactProdPieces, LongRowsAreCutIntoSpans) {
   Rng rng(3);
   const std::vector<float> x = make_terms<float>(Pattern::kNearOne, rng, 3 * kSpan + 5);
   const Shape row = {static_cast<int64_t>(x.size())};
-  Tuning t;
-  t.long_row = 1;
-  t.piece = 37;
-  t.pieces_per_round = 2;
-  t.table = &recording;
-  g_total_lengths.clear();
-  std::vector<float> split;
-  {
-    const ScopedTuning s(t);
-    const ScopedThreads one(1);  // the recording is not thread-safe
-    split = cumprod(x, row, {});
+  for (std::size_t piece : {std::size_t{37}, 2 * kSpan + 1}) {
+    Tuning t;
+    t.long_row = 1;
+    t.piece = piece;
+    t.pieces_per_round = 2;
+    t.table = &recording;
+    g_total_lengths.clear();
+    std::vector<float> split;
+    {
+      const ScopedTuning s(t);
+      const ScopedThreads one(1);  // the recording is not thread-safe
+      split = cumprod(x, row, {});
+    }
+    EXPECT_EQ(g_total_lengths, (std::vector<std::size_t>{kSpan, kSpan, kSpan, 5})) << piece;
+    Tuning whole;
+    whole.table = &cumulus::detail::scalar_kernels();
+    const ScopedTuning s(whole);
+    EXPECT_TRUE(same_bits(split, cumprod(x, row, {}))) << piece;
   }
-  EXPECT_EQ(g_total_lengths, (std::vector<std::size_t>{kSpan, kSpan, kSpan, 5}));
-  Tuning whole;
-  whole.table = &cumulus::detail::scalar_kernels();
-  const ScopedTuning s(whole);
-  EXPECT_TRUE(same_bits(split, cumprod(x, row, {})));
 }
 
 // The same bits from every kernel table, thread count and long-row split, for every direction;
@@ -409,7 +428,12 @@ TYPED_TEST(ExactProd, BitsIdenticalEverywhere) {
   Tuning columns;
   columns.column_tile = 3;
   columns.min_chunk_elements = 1;
-  const Tuning tunings[] = {Tuning{}, split, rounds, columns};
+  Tuning spans;  // pieces of two spans (the tuning's piece rounded down), two a round, streamed
+  spans.long_row = 1;
+  spans.piece = 2 * kSpan + 37;
+  spans.pieces_per_round = 2;
+  spans.stream_bytes = 1;
+  const Tuning tunings[] = {Tuning{}, split, rounds, columns, spans};
   for (Pattern pattern : kPatterns) {
     const std::vector<T> x = make_terms<T>(pattern, rng, 5 * kSpan + 333);
     const Shape row = {static_cast<int64_t>(x.size())};

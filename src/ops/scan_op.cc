@@ -79,19 +79,27 @@ ScanLayout check_scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y) 
 
 namespace {
 
+// The most spans of a floating CumProd in one piece of a long row: its spans' totals share a
+// round's kMaxPiecesPerRound slots.
+constexpr std::size_t kMaxSpansPerPiece = 8;
+
 // A long row is cut into pieces (Tuning::piece), so the threads share one long scan: the pieces'
 // totals, then each piece's carry (everything before it, in scan order), then the pieces scanned
 // from their carries, a round of pieces at a time. The cut depends on the row's length and the
-// tuning alone, never on the number of threads, so neither do the results.
+// tuning alone, never on the number of threads, so neither do the results. A piece's total is
+// taken in units of `unit` elements (a whole piece, but for floating CumProd, whose chain of
+// spans a piece's scan continues span by span), combined one unit at a time.
 void scan_long_row(const detail::ScanKernels& kernel, const detail::Tuning& tuning,
-                   std::size_t piece_length, const std::byte* x, std::byte* y, std::size_t length,
-                   std::size_t item, ScanOptions options) {
-  const std::size_t per_round = tuning.pieces_per_round;
+                   std::size_t piece_length, std::size_t unit, const std::byte* x, std::byte* y,
+                   std::size_t length, std::size_t item, ScanOptions options) {
+  const std::size_t units_per_piece = piece_length / unit;
+  const std::size_t per_round =
+      std::min(tuning.pieces_per_round, detail::kMaxPiecesPerRound / units_per_piece);
   const std::size_t pieces = (length + piece_length - 1) / piece_length;
-  // Piece p in scan order: forward from the start, or backward from the end.
-  const auto piece = [&](std::size_t p) {
-    const std::size_t from_start = p * piece_length;
-    const std::size_t n = std::min(piece_length, length - from_start);
+  // The part of the row `size` elements long (or less, at its end) `from_start` elements into the
+  // scan: forward from the start, or backward from the end. Returns its start and length.
+  const auto part = [&](std::size_t from_start, std::size_t size) {
+    const std::size_t n = std::min(size, length - from_start);
     return std::pair{options.reverse ? length - from_start - n : from_start, n};
   };
   const bool stream = x != y && length * item >= tuning.stream_bytes;
@@ -101,17 +109,24 @@ void scan_long_row(const detail::ScanKernels& kernel, const detail::Tuning& tuni
     const std::size_t count = std::min(per_round, pieces - first);
     detail::parallel_for(count, 1, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
-        const auto [start, n] = piece(first + i);
-        totals[i] = kernel.total(x + start * item, n);
+        const std::size_t from_start = (first + i) * piece_length;
+        for (std::size_t u = 0; u < units_per_piece && from_start + u * unit < length; ++u) {
+          const auto [start, n] = part(from_start + u * unit, unit);
+          totals[i * units_per_piece + u] = kernel.total(x + start * item, n);
+        }
       }
     });
     for (std::size_t i = 0; i < count; ++i) {
       carries[i] = running;
-      running = first + i == 0 ? totals[i] : kernel.combine(running, totals[i]);
+      const std::size_t from_start = (first + i) * piece_length;
+      for (std::size_t u = 0; u < units_per_piece && from_start + u * unit < length; ++u) {
+        const detail::Carry& total = totals[i * units_per_piece + u];
+        running = from_start + u * unit == 0 ? total : kernel.combine(running, total);
+      }
     }
     detail::parallel_for(count, 1, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
-        const auto [start, n] = piece(first + i);
+        const auto [start, n] = part((first + i) * piece_length, piece_length);
         kernel.rows({x + start * item, y + start * item, 1, n, options.exclusive, options.reverse,
                      first + i == 0 ? nullptr : &carries[i], stream});
       }
@@ -137,13 +152,16 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
   const std::size_t slab = length * inner;
 
   if (inner == 1 && length >= tuning.long_row) {
-    // Floating CumProd rounds in a fixed chain of spans (kernels/prod.inc): pieces of one span
-    // each carry that chain, so its bits do not depend on the tuning's piece either.
+    // Floating CumProd rounds in a fixed chain of spans (kernels/prod.inc): pieces of whole spans
+    // (the tuning's piece, rounded, at most kMaxSpansPerPiece), whose carries combine the spans'
+    // totals one by one, continue that chain, so its bits do not depend on the tuning either.
+    const bool spans = op == OpKind::kCumProd && is_floating(x.dtype);
+    const std::size_t unit = spans ? detail::kProductSpan : tuning.piece;
     const std::size_t piece =
-        op == OpKind::kCumProd && is_floating(x.dtype) ? detail::kProductSpan : tuning.piece;
+        spans ? std::clamp<std::size_t>(tuning.piece / unit, 1, kMaxSpansPerPiece) * unit : unit;
     for (std::size_t o = 0; o < outer; ++o) {
-      scan_long_row(kernel, tuning, piece, xb + o * slab * item, yb + o * slab * item, length, item,
-                    options);
+      scan_long_row(kernel, tuning, piece, unit, xb + o * slab * item, yb + o * slab * item, length,
+                    item, options);
     }
     return;
   }

@@ -20,7 +20,8 @@ inline constexpr std::size_t kSumChunk = 256;
 inline constexpr std::size_t kFloatLanes = 8;
 
 // Terms of a floating CumProd row rounded as one span (prod.inc): its evaluation order, so the
-// pieces the ops layer cuts such rows into are exactly this long. A multiple of kFloatLanes.
+// pieces the ops layer cuts such rows into are whole spans (one to eight). A multiple of
+// kFloatLanes.
 inline constexpr std::size_t kProductSpan = 4096;
 
 // The most lanes of any vector: 32-bit integers in AVX-512.

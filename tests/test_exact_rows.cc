@@ -18,6 +18,7 @@
 #include "kernels/kernels.h"
 #include "ops/tuning.h"
 #include "reference.h"
+#include "scoped.h"
 
 namespace {
 
@@ -28,13 +29,7 @@ using cumulus::Tensor;
 using cumulus::detail::KernelTable;
 using cumulus::detail::Tuning;
 
-class ScopedTuning {
- public:
-  explicit ScopedTuning(const Tuning& values) { cumulus::detail::set_tuning(values); }
-  ~ScopedTuning() { cumulus::detail::set_tuning({}); }
-  ScopedTuning(const ScopedTuning&) = delete;
-  ScopedTuning& operator=(const ScopedTuning&) = delete;
-};
+using cumulus::testing::ScopedTuning;
 
 using exact_test::bits;
 using exact_test::kFormat;

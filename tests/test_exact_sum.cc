@@ -174,6 +174,17 @@ struct Case {
   std::vector<std::vector<T>> terms;  // per input, in its own shape
 };
 
+// The case's inputs as tensors.
+template <class T>
+std::vector<Tensor> tensors_of(const Case<T>& c) {
+  std::vector<Tensor> owned;
+  for (std::size_t k = 0; k < c.shapes.size(); ++k) {
+    owned.emplace_back(cumulus::dtype_of<T>, c.shapes[k]);
+    std::copy(c.terms[k].begin(), c.terms[k].end(), owned.back().template data<T>());
+  }
+  return owned;
+}
+
 // The reference's bits for every output.
 template <class T>
 std::vector<uint64_t> expected(const Case<T>& c, const Shape& out, std::size_t n) {
@@ -196,13 +207,8 @@ void check_case(const std::string& what, const Case<T>& c) {
   std::size_t n = 1;
   for (int64_t d : out) n *= static_cast<std::size_t>(d);
   const std::vector<uint64_t> want = expected(c, out, n);
-  std::vector<Tensor> owned;
-  std::vector<ConstTensorView> views;
-  for (std::size_t k = 0; k < c.shapes.size(); ++k) {
-    owned.emplace_back(cumulus::dtype_of<T>, c.shapes[k]);
-    std::copy(c.terms[k].begin(), c.terms[k].end(), owned.back().template data<T>());
-    views.push_back(owned.back().view());
-  }
+  const std::vector<Tensor> owned = tensors_of(c);
+  const std::vector<ConstTensorView> views(owned.begin(), owned.end());
   for (const KernelTable* table : tables()) {
     for (int threads : {1, 2, 3}) {
       for (const bool small : {false, true}) {
@@ -471,13 +477,8 @@ TEST(ExactSum, ManyInputs) {
 // Sum's output bits over the case with `table`, one thread, streamed where the tuning lets it.
 template <class T>
 std::vector<uint64_t> table_bits(const KernelTable* table, const Case<T>& c, bool small) {
-  std::vector<Tensor> owned;
-  std::vector<ConstTensorView> views;
-  for (std::size_t k = 0; k < c.shapes.size(); ++k) {
-    owned.emplace_back(cumulus::dtype_of<T>, c.shapes[k]);
-    std::copy(c.terms[k].begin(), c.terms[k].end(), owned.back().template data<T>());
-    views.push_back(owned.back().view());
-  }
+  const std::vector<Tensor> owned = tensors_of(c);
+  const std::vector<ConstTensorView> views(owned.begin(), owned.end());
   Tuning t;
   t.table = table;
   if (small) {

@@ -171,20 +171,23 @@ Shape reversed(Shape shape) {
 
 // The bytes the scan budgets for a line of state: a carry, and scan_chunk's copy of it.
 constexpr uint64_t kStateLineBytes = 2 * sizeof(detail::Carry);
+// And for each element of a chunk: the element as read, as scanned, and as the chunk before it
+// waits to be written.
+constexpr uint64_t kChunkCopies = 3;
 
 // --memory values that force each way of cutting a [outer, length, inner] array (in file order)
 // under --threads 1: 2 slabs a chunk, 2 rows a chunk, bands of 2 columns. A chunk's cost: its
-// elements, a state line for each of its lines and, when its lines are strided (inner > 1), a
-// gathered line of scratch.
+// elements' copies, a state line for each of its lines and, when its lines are strided
+// (inner > 1), a gathered line of scratch.
 std::vector<uint64_t> forcing_budgets(DType dtype, const Shape& c_shape, int64_t axis) {
   int64_t outer = 1, length = c_shape[static_cast<std::size_t>(axis)], inner = 1;
   for (int64_t d = 0; d < static_cast<int64_t>(c_shape.size()); ++d) {
     if (d < axis) outer *= c_shape[static_cast<std::size_t>(d)];
     if (d > axis) inner *= c_shape[static_cast<std::size_t>(d)];
   }
-  const uint64_t line = kStateLineBytes, element = dtype_size(dtype);
+  const uint64_t line = kStateLineBytes, element = kChunkCopies * dtype_size(dtype);
   const auto in = static_cast<uint64_t>(inner), len = static_cast<uint64_t>(length);
-  const uint64_t gather = inner > 1 ? element : 0;
+  const uint64_t gather = inner > 1 ? dtype_size(dtype) : 0;
   std::vector<uint64_t> budgets = {2 * (len * in * element + in * line) + len * gather,
                                    in * line + 2 * (in * element + gather)};
   if (inner > 1) budgets.push_back(gather + 2 * (element + line));
@@ -640,10 +643,11 @@ TEST_F(CliScanErrors, MemoryMalformedOrTooSmall) {
                           bad));
   }
   const uint64_t line = kStateLineBytes;
-  const uint64_t least = line + 4;
+  const uint64_t least = line + kChunkCopies * 4;
   EXPECT_EQ(error_of({"--axis", "0", "--memory", std::to_string(least - 1)}),
             fmt::format("error: --memory {}: too small; CumSum of float32 needs at least {} bytes "
-                        "(one line's scan state of {} bytes and one element)\n",
+                        "(one line's scan state of {} bytes and one element read, one scanned "
+                        "and one being written)\n",
                         least - 1, least, line));
   const Result r =
       cli({"scan", in_.string(), out_.string(), "--axis", "0", "--memory", std::to_string(least)});

@@ -501,6 +501,11 @@ void TempFile::write_at(std::span<const std::byte> bytes, uint64_t offset) {
   }
 }
 
+void TempFile::start_writeback(uint64_t offset, uint64_t bytes) {
+  ::sync_file_range(fd_->get(), static_cast<off_t>(offset), static_cast<off_t>(bytes),
+                    SYNC_FILE_RANGE_WRITE);
+}
+
 void TempFile::commit(bool durable) {
   if (durable && ::fsync(fd_->get()) != 0) fail_io("fsync failed", errno);
   if (path_.empty()) {

@@ -60,6 +60,9 @@ class TempFile {
   void write(std::string_view bytes);
   // At `offset` from the start of the file, which grows as needed.
   void write_at(std::span<const std::byte> bytes, uint64_t offset);
+  // Asks the system to start writing [offset, offset + bytes) to the disk now, without waiting,
+  // so that a durable commit later has less left to wait for. Only a hint: errors show at commit.
+  void start_writeback(uint64_t offset, uint64_t bytes);
   // Names the file as the target, whole: a killed process never leaves it half written. With
   // `durable`, the contents reach the disk first, so neither does a crash of the system.
   void commit(bool durable = true);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,10 +10,16 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <system_error>
+#include <thread>
 
 #include "cumulus/chunks.h"
 #include "cumulus/error.h"
@@ -63,10 +70,10 @@ struct Plan {
   int64_t slabs = 1;  // slabs per chunk when band == inner and rows == length
 };
 
-// What a chunk costs, in bytes: its buffer (scanned in place), the state of its lines, and the
+// What a chunk costs, in bytes: its copies (kChunkCopies), the state of its lines, and the
 // kernels' scratch: with more than one line to a row, each thread gathers a strided line.
 struct Costs {
-  uint64_t element;  // one element of the buffer
+  uint64_t element;  // one element of a chunk, in all its copies
   uint64_t line;     // one line of state
   uint64_t gather;   // per row, when lines are strided: an element for each thread
 };
@@ -96,6 +103,11 @@ Plan plan_scan(const Layout& l, uint64_t memory, const Costs& c) {
 // op and type, so its byte form is no guide to it), and scan_chunk copies the carries while it
 // scans: twice a carry a line.
 constexpr uint64_t kStateLineBytes = 2 * sizeof(detail::Carry);
+
+// Each element of a chunk is in memory three times over while the scan runs: in the input's window
+// (or the buffer a band is read into), in the buffer it is scanned into, and in the other buffer,
+// which holds the chunk before it until that is written.
+constexpr uint64_t kChunkCopies = 3;
 
 // Bytes done of the total on stderr, when it is a terminal, at most ten times a second.
 class Progress {
@@ -148,7 +160,236 @@ class Progress {
   Clock::time_point last_ = start_;
 };
 
-// Reads the input's data and writes the output's, chunk by chunk, scanning each in place.
+// A piece of the file scanned at once: `runs` runs of `run_bytes`, `stride` bytes apart from
+// `offset` (counted from the start of the data), at the same places in both files and one after
+// another in a buffer; scanned as `shape` along `axis`, from an empty state of `lines` when
+// `fresh`, else from the state the chunk before it left.
+struct Chunk {
+  uint64_t offset = 0, run_bytes = 0, stride = 0;
+  int64_t runs = 1;
+  Shape shape;
+  int64_t axis = 0;
+  bool fresh = true;
+  Shape lines;
+
+  uint64_t bytes() const { return run_bytes * static_cast<uint64_t>(runs); }
+};
+
+// The chunks of a plan in the order they are scanned: whole slabs at a time, each from the empty
+// state; otherwise, per slab, bands of columns, each band's rows in chunks taken in scan order
+// (from the end for a reverse scan) with the state carried from chunk to chunk.
+class Chunks {
+ public:
+  Chunks(const Layout& layout, const Plan& plan, uint64_t element, bool reverse)
+      : l_(layout), plan_(plan), element_(element), reverse_(reverse) {}
+
+  bool next(Chunk& c) {
+    if (plan_.band == l_.inner && plan_.rows == l_.length) {
+      if (slab_ >= l_.outer) return false;
+      const int64_t count = std::min(plan_.slabs, l_.outer - slab_);
+      const int64_t slab_elements = l_.length * l_.inner;
+      c = {bytes(slab_ * slab_elements),
+           bytes(count * slab_elements),
+           0,
+           1,
+           Shape{count, l_.length, l_.inner},
+           1,
+           true,
+           Shape{count, l_.inner}};
+      slab_ += count;
+      return true;
+    }
+    if (done_ >= l_.length) {
+      done_ = 0;
+      column_ += plan_.band;
+      if (column_ >= l_.inner) {
+        column_ = 0;
+        ++slab_;
+      }
+    }
+    if (slab_ >= l_.outer) return false;
+    const int64_t width = std::min(plan_.band, l_.inner - column_);
+    const int64_t rows = std::min(plan_.rows, l_.length - done_);
+    const int64_t first = reverse_ ? l_.length - done_ - rows : done_;
+    const bool whole = width == l_.inner;
+    c = {bytes((slab_ * l_.length + first) * l_.inner + column_),
+         bytes(whole ? rows * width : width),
+         bytes(l_.inner),
+         whole ? 1 : rows,
+         Shape{rows, width},
+         0,
+         done_ == 0,
+         Shape{width}};
+    done_ += rows;
+    return true;
+  }
+
+ private:
+  uint64_t bytes(int64_t elements) const { return static_cast<uint64_t>(elements) * element_; }
+
+  Layout l_;
+  Plan plan_;
+  uint64_t element_;
+  bool reverse_;
+  int64_t slab_ = 0, column_ = 0, done_ = 0;
+};
+
+// The input's bytes [offset, offset + bytes) mapped read-only, its pages loaded up front; unmapped
+// (so no longer resident for this process) when it goes. The file's size is checked once the pages
+// are in: a file cut short by another process is an error, not a fault on a page past its end
+// (unless it is cut in the moment between the check and the reads).
+class Window {
+ public:
+  Window(int fd, uint64_t offset, uint64_t bytes, const std::string& path) {
+    const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    skip_ = offset % page;
+    length_ = static_cast<std::size_t>(bytes + skip_);
+    void* at = ::mmap(nullptr, length_, PROT_READ, MAP_SHARED | MAP_POPULATE, fd,
+                      static_cast<off_t>(offset - skip_));
+    if (at == MAP_FAILED) fail(ErrorCode::kIo, "cannot read '{}': {}", path, errno_text(errno));
+    base_ = static_cast<std::byte*>(at);
+    struct stat info {};
+    const int status = ::fstat(fd, &info);
+    const int error = errno;
+    if (status != 0 || static_cast<uint64_t>(info.st_size) < offset + bytes) {
+      ::munmap(base_, length_);
+      if (status != 0) fail(ErrorCode::kIo, "cannot read '{}': {}", path, errno_text(error));
+      fail(ErrorCode::kIo, "cannot read '{}': it ended at {} bytes, before its data did", path,
+           info.st_size);
+    }
+  }
+  Window(const Window&) = delete;
+  Window& operator=(const Window&) = delete;
+  ~Window() { ::munmap(base_, length_); }
+
+  const std::byte* data() const { return base_ + skip_; }
+
+ private:
+  std::byte* base_ = nullptr;
+  std::size_t length_ = 0;
+  uint64_t skip_ = 0;
+};
+
+// Writes scanned chunks from a thread of its own while the next chunk is scanned, with two
+// buffers taking turns. An error on the way stops it; the scanning side meets it (rethrown) at
+// its next acquire, submit or finish.
+class Writer {
+ public:
+  // With `durable`, each chunk's writeback starts once it is written, so that the commit's sync
+  // waits for the last chunks only, not the whole file.
+  Writer(TempFile& output, uint64_t base, std::size_t buffer_bytes, bool durable,
+         Progress& progress)
+      : output_(output), base_(base), durable_(durable), progress_(progress) {
+    for (auto& b : buffers_) {
+      b.reset(new std::byte[buffer_bytes]);
+      free_.push_back(b.get());
+    }
+    thread_ = std::thread([this] { loop(); });
+  }
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+  // On the way out of an error: what is queued is dropped, and the file with it.
+  ~Writer() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard lock(mutex_);
+      jobs_.clear();
+      closing_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+
+  // A buffer to scan the next chunk into, once the writer has finished with it.
+  std::byte* acquire() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return !free_.empty() || error_; });
+    if (error_) std::rethrow_exception(error_);
+    std::byte* buffer = free_.back();
+    free_.pop_back();
+    return buffer;
+  }
+
+  void submit(std::byte* buffer, const Chunk& chunk) {
+    {
+      std::lock_guard lock(mutex_);
+      if (error_) std::rethrow_exception(error_);
+      jobs_.push_back({buffer, chunk});
+    }
+    changed_.notify_all();
+  }
+
+  // Returns once every chunk submitted is written.
+  void finish() {
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  struct Job {
+    std::byte* buffer;
+    Chunk chunk;
+  };
+
+  void loop() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return !jobs_.empty() || closing_; });
+        if (jobs_.empty()) return;
+        job = jobs_.front();
+        jobs_.pop_front();
+      }
+      try {
+        const Chunk& c = job.chunk;
+        for (int64_t r = 0; r < c.runs; ++r) {
+          output_.write_at({job.buffer + static_cast<std::size_t>(r) * c.run_bytes,
+                            static_cast<std::size_t>(c.run_bytes)},
+                           base_ + c.offset + static_cast<uint64_t>(r) * c.stride);
+        }
+        if (durable_) {
+          output_.start_writeback(base_ + c.offset,
+                                  static_cast<uint64_t>(c.runs - 1) * c.stride + c.run_bytes);
+        }
+        progress_.advance(c.bytes());
+      } catch (...) {
+        std::lock_guard lock(mutex_);
+        error_ = std::current_exception();
+        changed_.notify_all();
+        return;
+      }
+      {
+        std::lock_guard lock(mutex_);
+        free_.push_back(job.buffer);
+      }
+      changed_.notify_all();
+    }
+  }
+
+  TempFile& output_;
+  uint64_t base_;
+  bool durable_;
+  Progress& progress_;
+  std::unique_ptr<std::byte[]> buffers_[2];
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::byte*> free_;
+  std::deque<Job> jobs_;
+  bool closing_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;  // last: starts once the rest is ready
+};
+
+// Scans the input chunk by chunk into the output. A chunk of whole rows is scanned straight from
+// the input's mapped pages into a buffer (no copy on the way in); a band of columns is read into
+// the buffer and scanned there. The writer writes one chunk while the next is scanned: a window
+// and two buffers (kChunkCopies).
 class Scanner {
  public:
   Scanner(const ScanRequest& request, int input, const NpyLayout& file, const Layout& layout,
@@ -156,76 +397,50 @@ class Scanner {
       : request_(request),
         input_(input),
         file_(file),
-        layout_(layout),
-        plan_(plan),
         element_(dtype_size(file.dtype)),
-        buffer_(
-            new std::byte[static_cast<std::size_t>(plan.slabs * plan.rows * plan.band) * element_]),
-        output_(output),
-        output_offset_(output_offset),
-        progress_(progress) {}
+        chunks_(layout, plan, element_, request.options.reverse),
+        writer_(output, output_offset,
+                static_cast<std::size_t>(plan.slabs * plan.rows * plan.band) * element_,
+                request.sync, progress) {}
 
   void run() {
-    if (plan_.band == layout_.inner && plan_.rows == layout_.length) {
-      for (int64_t slab = 0; slab < layout_.outer; slab += plan_.slabs) {
-        scan_slabs(slab, std::min(plan_.slabs, layout_.outer - slab));
+    Chunk chunk, next;
+    bool more = chunks_.next(chunk);
+    while (more) {
+      const bool after = chunks_.next(next);
+      // The page cache loads the next window while this chunk is scanned (when the file is not
+      // there already); bands read runs of their own.
+      if (after && next.runs == 1) {
+        ::posix_fadvise(input_, static_cast<off_t>(file_.data_offset + next.offset),
+                        static_cast<off_t>(next.bytes()), POSIX_FADV_WILLNEED);
       }
-      return;
+      scan(chunk);
+      chunk = std::move(next);
+      more = after;
     }
-    for (int64_t slab = 0; slab < layout_.outer; ++slab) {
-      for (int64_t column = 0; column < layout_.inner; column += plan_.band) {
-        scan_band(slab, column, std::min(plan_.band, layout_.inner - column));
-      }
-    }
+    writer_.finish();
   }
 
  private:
-  // `count` whole slabs from `first`, each scanned from the empty state.
-  void scan_slabs(int64_t first, int64_t count) {
-    const Shape shape = {count, layout_.length, layout_.inner};
-    const uint64_t bytes = static_cast<uint64_t>(count * layout_.length * layout_.inner) * element_;
-    const uint64_t at = static_cast<uint64_t>(first * layout_.length * layout_.inner) * element_;
-    read(buffer_.get(), bytes, at);
-    ScanState state(request_.op, file_.dtype, Shape{count, layout_.inner});
-    scan_chunk(request_.op, {file_.dtype, shape, buffer_.get()}, 1,
-               {file_.dtype, shape, buffer_.get()}, request_.options, state);
-    write(buffer_.get(), bytes, at);
-    progress_.advance(bytes);
-  }
-
-  // Columns [column, column + width) of every row of one slab, in chunks of rows taken in scan
-  // order (from the end for a reverse scan), the state carried from chunk to chunk.
-  void scan_band(int64_t slab, int64_t column, int64_t width) {
-    ScanState state(request_.op, file_.dtype, Shape{width});
-    for (int64_t done = 0; done < layout_.length; done += plan_.rows) {
-      const int64_t rows = std::min(plan_.rows, layout_.length - done);
-      const int64_t first = request_.options.reverse ? layout_.length - done - rows : done;
-      transfer(slab, first, rows, column, width, /*reading=*/true);
-      const Shape shape = {rows, width};
-      scan_chunk(request_.op, {file_.dtype, shape, buffer_.get()}, 0,
-                 {file_.dtype, shape, buffer_.get()}, request_.options, state);
-      transfer(slab, first, rows, column, width, /*reading=*/false);
-      progress_.advance(static_cast<uint64_t>(rows * width) * element_);
-    }
-  }
-
-  // Moves rows [first, first + rows) x columns [column, column + width) of `slab` between the
-  // files and the buffer, where they lie rows x width: one call when the rows are whole.
-  void transfer(int64_t slab, int64_t first, int64_t rows, int64_t column, int64_t width,
-                bool reading) {
-    const int64_t start = (slab * layout_.length + first) * layout_.inner + column;
-    const bool whole = width == layout_.inner;
-    const int64_t runs = whole ? 1 : rows;
-    const uint64_t run_bytes = static_cast<uint64_t>(whole ? rows * width : width) * element_;
-    for (int64_t r = 0; r < runs; ++r) {
-      std::byte* at = buffer_.get() + static_cast<std::size_t>(r) * run_bytes;
-      const uint64_t offset = static_cast<uint64_t>(start + r * layout_.inner) * element_;
-      if (reading) {
-        read(at, run_bytes, offset);
-      } else {
-        write(at, run_bytes, offset);
+  void scan(const Chunk& c) {
+    std::byte* out = writer_.acquire();
+    if (c.fresh) state_.emplace(request_.op, file_.dtype, c.lines);
+    if (c.runs == 1) {
+      const Window in(input_, file_.data_offset + c.offset, c.bytes(), request_.input);
+      compute(in.data(), out, c);
+    } else {
+      for (int64_t r = 0; r < c.runs; ++r) {
+        read(out + static_cast<std::size_t>(r) * c.run_bytes, c.run_bytes,
+             c.offset + static_cast<uint64_t>(r) * c.stride);
       }
+      compute(out, out, c);
     }
+    writer_.submit(out, c);
+  }
+
+  void compute(const std::byte* x, std::byte* y, const Chunk& c) {
+    scan_chunk(request_.op, {file_.dtype, c.shape, x}, c.axis, {file_.dtype, c.shape, y},
+               request_.options, *state_);
   }
 
   // `offset` is from the start of the data.
@@ -245,20 +460,13 @@ class Scanner {
     }
   }
 
-  void write(const std::byte* from, uint64_t bytes, uint64_t offset) {
-    output_.write_at({from, static_cast<std::size_t>(bytes)}, output_offset_ + offset);
-  }
-
   const ScanRequest& request_;
   int input_;
   const NpyLayout& file_;
-  Layout layout_;
-  Plan plan_;
   uint64_t element_;
-  std::unique_ptr<std::byte[]> buffer_;
-  TempFile& output_;
-  uint64_t output_offset_;
-  Progress& progress_;
+  Chunks chunks_;
+  std::optional<ScanState> state_;
+  Writer writer_;
 };
 
 int64_t checked_axis(const ScanRequest& request, std::span<const int64_t> shape) {
@@ -320,11 +528,11 @@ int scan_command(const ScanRequest& request) {
                                                fmt::format("tensor file '{}'", request.input));
   const int64_t axis = checked_axis(request, file.shape);
   const uint64_t line = kStateLineBytes;
-  const uint64_t least = line + dtype_size(file.dtype);
+  const uint64_t least = line + kChunkCopies * dtype_size(file.dtype);
   if (request.memory < least) {
     fail(ErrorCode::kInvalidArgument,
          "--memory {}: too small; {} of {} needs at least {} bytes (one line's scan state of {} "
-         "bytes and one element)",
+         "bytes and one element read, one scanned and one being written)",
          request.memory, op_name(request.op), dtype_name(file.dtype), least, line);
   }
   check_output(request, input.get());
@@ -337,9 +545,9 @@ int scan_command(const ScanRequest& request) {
   if (file.data_bytes > 0) {
     const Layout layout = layout_around(file.shape, file.fortran_order, axis);
     const uint64_t element = dtype_size(file.dtype);
-    const Plan plan =
-        plan_scan(layout, request.memory,
-                  {element, line, element * static_cast<uint64_t>(std::max(1, num_threads()))});
+    const Plan plan = plan_scan(layout, request.memory,
+                                {kChunkCopies * element, line,
+                                 element * static_cast<uint64_t>(std::max(1, num_threads()))});
     Progress progress(file.data_bytes);
     Scanner(request, input.get(), file, layout, plan, output, header.size(), progress).run();
   }

@@ -9,12 +9,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "cumulus/chunks.h"
 #include "cumulus/ops.h"
 #include "error_of.h"
+#include "scoped.h"
 
 namespace {
 
@@ -26,6 +28,7 @@ using cumulus::ScanState;
 using cumulus::Shape;
 using cumulus::Tensor;
 using cumulus::TensorView;
+using cumulus::testing::ScopedTuning;
 using Rng = std::mt19937_64;
 
 // Values that make floating scans hard: cancellation across scales, ties far below the last
@@ -50,13 +53,15 @@ Tensor make_input(DType dtype, const Shape& shape, Rng& rng) {
   return t;
 }
 
-// A cut of `length` into chunks, with empty and one-element chunks among them.
-std::vector<int64_t> cut(int64_t length, Rng& rng) {
+// A cut of `length` into chunks of at most `most`, with empty and one-element chunks among them.
+std::vector<int64_t> cut(int64_t length, Rng& rng, int64_t most = 9) {
   std::vector<int64_t> sizes;
   int64_t left = length;
   while (left > 0) {
     const int64_t kind = static_cast<int64_t>(rng() % 4);
-    const int64_t n = kind == 0 ? 0 : kind == 1 ? 1 : 1 + static_cast<int64_t>(rng() % 9);
+    const int64_t n = kind == 0   ? 0
+                      : kind == 1 ? 1
+                                  : 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(most));
     sizes.push_back(std::min(n, left));
     left -= sizes.back();
   }
@@ -213,37 +218,49 @@ class ChunkedScans : public ::testing::TestWithParam<DType> {};
 TEST_P(ChunkedScans, EqualOnePassForAnyCut) {
   const DType dtype = GetParam();
   Rng rng(static_cast<uint64_t>(dtype) * 97 + 1);
-  const Shape shapes[] = {{40}, {3, 23, 5}, {2, 4, 31}, {17, 2, 3}};
+  // Lines far apart (2 x 350 along axis 0) take several groups of lines, the last one partial,
+  // for every element size. Under the small tuning the 1-D lines are long rows, scanned in pieces
+  // from the chunk's carry, and the lines' groups are shared among the threads.
+  const Shape shapes[] = {{200}, {3, 23, 5}, {2, 4, 31}, {17, 2, 3}, {2, 5, 70}};
+  cumulus::detail::Tuning small;
+  small.long_row = 24;
+  small.piece = 8;
+  small.min_chunk_elements = 16;
   int cases = 0;
-  for (const Shape& shape : shapes) {
-    for (std::size_t axis = 0; axis < shape.size(); ++axis) {
-      for (int attrs = 0; attrs < 4; ++attrs) {
-        for (OpKind op : {OpKind::kCumSum, OpKind::kCumProd}) {
-          const ScanOptions options{(attrs & 1) != 0, (attrs & 2) != 0};
-          const Tensor x = make_input(dtype, shape, rng);
-          const Tensor want = one_pass(op, x, static_cast<int64_t>(axis), options);
-          const auto sizes = cut(shape[axis], rng);
-          const Tensor in_order = chunked_in_order(op, x, axis, options, sizes, attrs == 3);
-          const Tensor tree = chunked_as_tree(op, x, axis, options, sizes);
-          const bool exact = op == OpKind::kCumSum || !cumulus::is_floating(dtype);
-          const auto what = ::testing::Message()
-                            << cumulus::op_name(op) << " shape " << cumulus::shape_string(shape)
-                            << " axis " << axis << " exclusive " << options.exclusive << " reverse "
-                            << options.reverse << " chunks " << sizes.size();
-          if (exact) {
-            EXPECT_TRUE(same_bits(in_order, want)) << what;
-            EXPECT_TRUE(same_bits(tree, want)) << what << " (tree)";
-          } else {
-            EXPECT_TRUE(within_one_ulp(in_order, want)) << what;
-            EXPECT_TRUE(within_one_ulp(tree, want)) << what << " (tree)";
+  for (const bool tuned : {false, true}) {
+    std::optional<ScopedTuning> scoped;
+    if (tuned) scoped.emplace(small);
+    for (const Shape& shape : shapes) {
+      for (std::size_t axis = 0; axis < shape.size(); ++axis) {
+        for (int attrs = 0; attrs < 4; ++attrs) {
+          for (OpKind op : {OpKind::kCumSum, OpKind::kCumProd}) {
+            const ScanOptions options{(attrs & 1) != 0, (attrs & 2) != 0};
+            const Tensor x = make_input(dtype, shape, rng);
+            const Tensor want = one_pass(op, x, static_cast<int64_t>(axis), options);
+            const auto sizes = cut(shape[axis], rng, tuned ? 60 : 9);
+            const Tensor in_order = chunked_in_order(op, x, axis, options, sizes, attrs == 3);
+            const Tensor tree = chunked_as_tree(op, x, axis, options, sizes);
+            const bool exact = op == OpKind::kCumSum || !cumulus::is_floating(dtype);
+            const auto what = ::testing::Message()
+                              << cumulus::op_name(op) << " shape " << cumulus::shape_string(shape)
+                              << " axis " << axis << " exclusive " << options.exclusive
+                              << " reverse " << options.reverse << " chunks " << sizes.size()
+                              << " small tuning " << tuned;
+            if (exact) {
+              EXPECT_TRUE(same_bits(in_order, want)) << what;
+              EXPECT_TRUE(same_bits(tree, want)) << what << " (tree)";
+            } else {
+              EXPECT_TRUE(within_one_ulp(in_order, want)) << what;
+              EXPECT_TRUE(within_one_ulp(tree, want)) << what << " (tree)";
+            }
+            ++cases;
+            if (HasFailure()) return;
           }
-          ++cases;
-          if (HasFailure()) return;
         }
       }
     }
   }
-  EXPECT_EQ(cases, 4 * 2 * (1 + 3 + 3 + 3));
+  EXPECT_EQ(cases, 2 * 4 * 2 * (1 + 3 + 3 + 3 + 3));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, ChunkedScans, ::testing::ValuesIn(cumulus::kAllDTypes),

@@ -169,8 +169,8 @@ Shape reversed(Shape shape) {
   return shape;
 }
 
-// The bytes the scan budgets for a line of state: a carry, and scan_chunk's copy of it.
-constexpr uint64_t kStateLineBytes = 2 * sizeof(detail::Carry);
+// The bytes the scan budgets for a line of state: a carry.
+constexpr uint64_t kStateLineBytes = sizeof(detail::Carry);
 // And for each element of a chunk: the element as read, as scanned, and as the chunk before it
 // waits to be written.
 constexpr uint64_t kChunkCopies = 3;
@@ -178,7 +178,7 @@ constexpr uint64_t kChunkCopies = 3;
 // --memory values that force each way of cutting a [outer, length, inner] array (in file order)
 // under --threads 1: 2 slabs a chunk, 2 rows a chunk, bands of 2 columns. A chunk's cost: its
 // elements' copies, a state line for each of its lines and, when its lines are strided
-// (inner > 1), a gathered line of scratch.
+// (inner > 1), scratch for a gathered group of them (scan_chunk_scratch_bytes).
 std::vector<uint64_t> forcing_budgets(DType dtype, const Shape& c_shape, int64_t axis) {
   int64_t outer = 1, length = c_shape[static_cast<std::size_t>(axis)], inner = 1;
   for (int64_t d = 0; d < static_cast<int64_t>(c_shape.size()); ++d) {
@@ -187,10 +187,10 @@ std::vector<uint64_t> forcing_budgets(DType dtype, const Shape& c_shape, int64_t
   }
   const uint64_t line = kStateLineBytes, element = kChunkCopies * dtype_size(dtype);
   const auto in = static_cast<uint64_t>(inner), len = static_cast<uint64_t>(length);
-  const uint64_t gather = inner > 1 ? dtype_size(dtype) : 0;
-  std::vector<uint64_t> budgets = {2 * (len * in * element + in * line) + len * gather,
-                                   in * line + 2 * (in * element + gather)};
-  if (inner > 1) budgets.push_back(gather + 2 * (element + line));
+  const auto gather = [&](int64_t width) { return scan_chunk_scratch_bytes(dtype, 1, width); };
+  std::vector<uint64_t> budgets = {2 * (len * in * element + in * line) + len * gather(inner),
+                                   in * line + 2 * (in * element + gather(inner))};
+  if (inner > 1) budgets.push_back(gather(inner) + 2 * (element + line) + gather(2));
   return budgets;
 }
 

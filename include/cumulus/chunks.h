@@ -70,4 +70,10 @@ void scan_chunk(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOp
 // The state of the chunk's own elements along `axis`: what scan_chunk would add to a state.
 ScanState chunk_total(OpKind op, ConstTensorView x, int64_t axis);
 
+// The scratch memory scan_chunk and chunk_total take on each thread of the pool for a chunk of
+// `dtype` `length` long along its axis, whose lines lie `inner` elements apart (the product of the
+// dimensions after the axis): groups of such lines are gathered to be scanned; none when inner is
+// 1. Linear in length.
+std::size_t scan_chunk_scratch_bytes(DType dtype, int64_t length, int64_t inner);
+
 }  // namespace cumulus

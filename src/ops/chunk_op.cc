@@ -9,6 +9,7 @@
 #include "cumulus/chunks.h"
 #include "kernels/kernels.h"
 #include "ops/checks.h"
+#include "ops/long_line.h"
 #include "ops/tuning.h"
 
 namespace cumulus {
@@ -65,42 +66,97 @@ void check_state_matches(std::string_view op_text, const ScanState::Impl& s, OpK
   }
 }
 
-// A strided line gathered into contiguous scratch, so the row kernels (and their exact carries)
-// serve columns too.
-class Gathered {
- public:
-  Gathered(std::size_t item, std::size_t length) : item_(item), bytes_(item * length) {}
-  const std::byte* gather(const std::byte* x, std::size_t stride_bytes) {
-    buffer_.resize(bytes_);
-    for (std::size_t i = 0, j = 0; j < bytes_; ++i, j += item_) {
-      std::memcpy(buffer_.data() + j, x + i * stride_bytes, item_);
-    }
-    return buffer_.data();
-  }
-  std::byte* data() { return buffer_.data(); }
-  void scatter(std::byte* y, std::size_t stride_bytes) const {
-    for (std::size_t i = 0, j = 0; j < bytes_; ++i, j += item_) {
-      std::memcpy(y + i * stride_bytes, buffer_.data() + j, item_);
-    }
-  }
+// Lines that lie `inner` apart go a group of adjacent ones at a time, kGroupBytes of each row:
+// gathered into contiguous scratch line after line (each row's bytes of the group read together,
+// where a line at a time would fetch a cache line per element), so that the row kernels and their
+// exact carries serve columns too, and scattered back after a scan.
+constexpr std::size_t kGroupBytes = 256;
 
- private:
-  std::size_t item_, bytes_;
-  std::vector<std::byte> buffer_;
-};
+std::size_t group_lines(std::size_t item, std::size_t inner) {
+  return std::min(inner, std::max<std::size_t>(1, kGroupBytes / item));
+}
 
-// Runs body(line, first, scratch) for every line: the line's first element (an offset in
-// elements; its elements lie `inner` apart) and a scratch line for gathering a strided one.
+// Between `width` lines `stride` bytes apart in the tensor, rows `length` long, and the scratch
+// where they lie one after another: gathering (true) or scattering. A gather goes in tiles of
+// kTile rows by kTile lines, so that the pages a tile touches (a row or a line each) stay in the
+// TLB; a scatter row by row, so that it fills the tensor's cache lines one after another (measured
+// on [5461, 4096] float32: the tiles halve a gather's time and add half to a scatter's).
+template <std::size_t N, bool kGather>
+void move_group(const std::byte* from, std::byte* to, std::size_t stride, std::size_t length,
+                std::size_t width) {
+  if constexpr (kGather) {
+    constexpr std::size_t kTile = 16;
+    for (std::size_t i0 = 0; i0 < length; i0 += kTile) {
+      const std::size_t i1 = std::min(length, i0 + kTile);
+      for (std::size_t g0 = 0; g0 < width; g0 += kTile) {
+        for (std::size_t g = g0; g < std::min(width, g0 + kTile); ++g) {
+          for (std::size_t i = i0; i < i1; ++i) {
+            std::memcpy(to + (g * length + i) * N, from + i * stride + g * N, N);
+          }
+        }
+      }
+    }
+  } else {
+    for (std::size_t i = 0; i < length; ++i) {
+      for (std::size_t g = 0; g < width; ++g) {
+        std::memcpy(to + i * stride + g * N, from + (g * length + i) * N, N);
+      }
+    }
+  }
+}
+
+template <bool kGather>
+void move_group(std::size_t item, const std::byte* from, std::byte* to, std::size_t stride,
+                std::size_t length, std::size_t width) {
+  switch (item) {
+    case 1:
+      return move_group<1, kGather>(from, to, stride, length, width);
+    case 2:
+      return move_group<2, kGather>(from, to, stride, length, width);
+    case 4:
+      return move_group<4, kGather>(from, to, stride, length, width);
+    default:
+      return move_group<8, kGather>(from, to, stride, length, width);
+  }
+}
+
+// Runs body(line, in, out) for every line of the chunk x (in parallel): `in` the line's elements,
+// contiguous, and `out` where its scan goes. With inner == 1 those are the line's places in x and
+// y; otherwise both are the line's place in a group gathered from x, scattered to y afterwards
+// (unless y is null: nothing is written).
 template <class Body>
-void for_lines(const detail::ScanLayout& layout, std::size_t item, const Body& body) {
-  const std::size_t lines = layout.outer * layout.inner;
-  const std::size_t grain = std::max<std::size_t>(
-      1, detail::tuning().min_chunk_elements / std::max<std::size_t>(1, layout.length));
-  detail::parallel_for(lines, grain, [&](std::size_t begin, std::size_t end) {
-    Gathered scratch(item, layout.length);
-    for (std::size_t line = begin; line < end; ++line) {
-      const std::size_t o = line / layout.inner, c = line % layout.inner;
-      body(line, o * layout.length * layout.inner + c, scratch);
+void for_lines(const detail::ScanLayout& layout, std::size_t item, const std::byte* x, std::byte* y,
+               const Body& body) {
+  const std::size_t length = layout.length, inner = layout.inner;
+  const std::size_t min_chunk = detail::tuning().min_chunk_elements;
+  if (inner == 1) {
+    const std::size_t grain =
+        std::max<std::size_t>(1, min_chunk / std::max<std::size_t>(1, length));
+    detail::parallel_for(layout.outer, grain, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t line = begin; line < end; ++line) {
+        const std::size_t at = line * length * item;
+        body(line, x + at, y == nullptr ? nullptr : y + at);
+      }
+    });
+    return;
+  }
+  const std::size_t group = group_lines(item, inner);
+  const std::size_t groups = (inner + group - 1) / group;
+  const std::size_t grain =
+      std::max<std::size_t>(1, min_chunk / std::max<std::size_t>(1, length * group));
+  const std::size_t stride = inner * item;
+  detail::parallel_for(layout.outer * groups, grain, [&](std::size_t begin, std::size_t end) {
+    std::vector<std::byte> scratch(group * length * item);
+    for (std::size_t task = begin; task < end; ++task) {
+      const std::size_t o = task / groups, first = (task % groups) * group;
+      const std::size_t width = std::min(group, inner - first);
+      const std::size_t at = (o * length * inner + first) * item;
+      move_group<true>(item, x + at, scratch.data(), stride, length, width);
+      for (std::size_t g = 0; g < width; ++g) {
+        std::byte* line = scratch.data() + g * length * item;
+        body(o * inner + first + g, line, line);
+      }
+      if (y != nullptr) move_group<false>(item, scratch.data(), y + at, stride, length, width);
     }
   });
 }
@@ -108,10 +164,8 @@ void for_lines(const detail::ScanLayout& layout, std::size_t item, const Body& b
 // Adds each line's chunk total to the state's carries (the first chunk's totals become them).
 void add_totals(const detail::ScanKernels& kernel, const detail::ScanLayout& layout,
                 const std::byte* x, std::size_t item, ScanState::Impl& s) {
-  for_lines(layout, item, [&](std::size_t line, std::size_t first, Gathered& g) {
-    const std::byte* row =
-        layout.inner == 1 ? x + first * item : g.gather(x + first * item, layout.inner * item);
-    detail::Carry total = kernel.total(row, layout.length);
+  for_lines(layout, item, x, nullptr, [&](std::size_t line, const std::byte* in, std::byte*) {
+    const detail::Carry total = kernel.total(in, layout.length);
     s.carries[line] = s.fresh ? total : kernel.combine(s.carries[line], total);
   });
 }
@@ -322,18 +376,23 @@ void scan_chunk(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOp
   const std::size_t item = dtype_size(x.dtype);
   const auto* xb = static_cast<const std::byte*>(x.data);
   auto* yb = static_cast<std::byte*>(y.data);
-  // Totals first: y may be x, and the scan overwrites it.
-  std::vector<detail::Carry> before;
-  if (!s.fresh) before = s.carries;
-  add_totals(kernel, layout, xb, item, s);
-  for_lines(layout, item, [&](std::size_t line, std::size_t first, Gathered& g) {
-    const std::size_t stride = layout.inner * item;
-    const std::byte* in =
-        layout.inner == 1 ? xb + first * item : g.gather(xb + first * item, stride);
-    std::byte* out = layout.inner == 1 ? yb + first * item : g.data();
+  const detail::Tuning tuning = detail::tuning();
+  if (layout.inner == 1 && layout.length >= tuning.long_row) {
+    for (std::size_t line = 0; line < layout.outer; ++line) {
+      const std::size_t at = line * layout.length * item;
+      s.carries[line] = detail::scan_long_line(op, x.dtype, xb + at, yb + at, layout.length,
+                                               options, s.fresh ? nullptr : &s.carries[line]);
+    }
+    s.fresh = false;
+    return;
+  }
+  const bool stream = layout.inner == 1 && x.data != y.data && layout.bytes >= tuning.stream_bytes;
+  for_lines(layout, item, xb, yb, [&](std::size_t line, const std::byte* in, std::byte* out) {
+    detail::Carry& carry = s.carries[line];
+    const detail::Carry total = kernel.total(in, layout.length);  // first: out may be in
     kernel.rows({in, out, 1, layout.length, options.exclusive, options.reverse,
-                 s.fresh ? nullptr : &before[line], false});
-    if (layout.inner != 1) g.scatter(yb + first * item, stride);
+                 s.fresh ? nullptr : &carry, stream});
+    carry = s.fresh ? total : kernel.combine(carry, total);
   });
   s.fresh = false;
 }
@@ -349,6 +408,13 @@ ScanState chunk_total(OpKind op, ConstTensorView x, int64_t axis) {
              dtype_size(x.dtype), *state.impl_);
   state.impl_->fresh = false;
   return state;
+}
+
+std::size_t scan_chunk_scratch_bytes(DType dtype, int64_t length, int64_t inner) {
+  if (inner <= 1 || length <= 0) return 0;
+  const std::size_t item = dtype_size(dtype);
+  return group_lines(item, static_cast<std::size_t>(inner)) * static_cast<std::size_t>(length) *
+         item;
 }
 
 }  // namespace cumulus

@@ -7,6 +7,7 @@
 #include "core/parallel.h"
 #include "kernels/kernels.h"
 #include "ops/checks.h"
+#include "ops/long_line.h"
 #include "ops/tuning.h"
 
 namespace cumulus {
@@ -88,10 +89,12 @@ constexpr std::size_t kMaxSpansPerPiece = 8;
 // from their carries, a round of pieces at a time. The cut depends on the row's length and the
 // tuning alone, never on the number of threads, so neither do the results. A piece's total is
 // taken in units of `unit` elements (a whole piece, but for floating CumProd, whose chain of
-// spans a piece's scan continues span by span), combined one unit at a time.
-void scan_long_row(const detail::ScanKernels& kernel, const detail::Tuning& tuning,
-                   std::size_t piece_length, std::size_t unit, const std::byte* x, std::byte* y,
-                   std::size_t length, std::size_t item, ScanOptions options) {
+// spans a piece's scan continues span by span), combined one unit at a time. Returns the carry
+// after the row: `before` (null: nothing) with every unit added.
+detail::Carry scan_long_row(const detail::ScanKernels& kernel, const detail::Tuning& tuning,
+                            std::size_t piece_length, std::size_t unit, const std::byte* x,
+                            std::byte* y, std::size_t length, std::size_t item, ScanOptions options,
+                            const detail::Carry* before) {
   const std::size_t units_per_piece = piece_length / unit;
   const std::size_t per_round =
       std::min(tuning.pieces_per_round, detail::kMaxPiecesPerRound / units_per_piece);
@@ -104,7 +107,8 @@ void scan_long_row(const detail::ScanKernels& kernel, const detail::Tuning& tuni
   };
   const bool stream = x != y && length * item >= tuning.stream_bytes;
   std::array<detail::Carry, detail::kMaxPiecesPerRound> totals{}, carries{};
-  detail::Carry running{};
+  detail::Carry running = before != nullptr ? *before : detail::Carry{};
+  bool fresh = before == nullptr;
   for (std::size_t first = 0; first < pieces; first += per_round) {
     const std::size_t count = std::min(per_round, pieces - first);
     detail::parallel_for(count, 1, [&](std::size_t begin, std::size_t end) {
@@ -116,23 +120,51 @@ void scan_long_row(const detail::ScanKernels& kernel, const detail::Tuning& tuni
         }
       }
     });
+    const bool fresh_round = fresh;
     for (std::size_t i = 0; i < count; ++i) {
       carries[i] = running;
       const std::size_t from_start = (first + i) * piece_length;
       for (std::size_t u = 0; u < units_per_piece && from_start + u * unit < length; ++u) {
         const detail::Carry& total = totals[i * units_per_piece + u];
-        running = from_start + u * unit == 0 ? total : kernel.combine(running, total);
+        running = fresh ? total : kernel.combine(running, total);
+        fresh = false;
       }
     }
     detail::parallel_for(count, 1, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
         const auto [start, n] = part((first + i) * piece_length, piece_length);
         kernel.rows({x + start * item, y + start * item, 1, n, options.exclusive, options.reverse,
-                     first + i == 0 ? nullptr : &carries[i], stream});
+                     fresh_round && first + i == 0 ? nullptr : &carries[i], stream});
       }
     });
   }
+  return running;
 }
+
+}  // namespace
+
+namespace detail {
+
+Carry scan_long_line(OpKind op, DType dtype, const std::byte* x, std::byte* y, std::size_t length,
+                     ScanOptions options, const Carry* start) {
+  const Tuning tuning = detail::tuning();
+  const KernelTable& table = tuning.kernel_table();
+  const ScanKernels& kernel =
+      (op == OpKind::kCumSum ? table.cumsum : table.cumprod)[static_cast<int>(dtype)];
+  // Floating CumProd rounds in a fixed chain of spans (kernels/prod.inc): pieces of whole spans
+  // (the tuning's piece, rounded, at most kMaxSpansPerPiece), whose carries combine the spans'
+  // totals one by one, continue that chain, so its bits do not depend on the tuning either.
+  const bool spans = op == OpKind::kCumProd && is_floating(dtype);
+  const std::size_t unit = spans ? kProductSpan : tuning.piece;
+  const std::size_t piece =
+      spans ? std::clamp<std::size_t>(tuning.piece / unit, 1, kMaxSpansPerPiece) * unit : unit;
+  return scan_long_row(kernel, tuning, piece, unit, x, y, length, dtype_size(dtype), options,
+                       start);
+}
+
+}  // namespace detail
+
+namespace {
 
 void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions options) {
   // Named copies, not structured bindings: lambdas below capture them (clang 14 cannot capture a
@@ -152,16 +184,9 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
   const std::size_t slab = length * inner;
 
   if (inner == 1 && length >= tuning.long_row) {
-    // Floating CumProd rounds in a fixed chain of spans (kernels/prod.inc): pieces of whole spans
-    // (the tuning's piece, rounded, at most kMaxSpansPerPiece), whose carries combine the spans'
-    // totals one by one, continue that chain, so its bits do not depend on the tuning either.
-    const bool spans = op == OpKind::kCumProd && is_floating(x.dtype);
-    const std::size_t unit = spans ? detail::kProductSpan : tuning.piece;
-    const std::size_t piece =
-        spans ? std::clamp<std::size_t>(tuning.piece / unit, 1, kMaxSpansPerPiece) * unit : unit;
     for (std::size_t o = 0; o < outer; ++o) {
-      scan_long_row(kernel, tuning, piece, unit, xb + o * slab * item, yb + o * slab * item, length,
-                    item, options);
+      detail::scan_long_line(op, x.dtype, xb + o * slab * item, yb + o * slab * item, length,
+                             options, nullptr);
     }
     return;
   }

@@ -71,20 +71,26 @@ struct Plan {
 };
 
 // What a chunk costs, in bytes: its copies (kChunkCopies), the state of its lines, and the
-// kernels' scratch: with more than one line to a row, each thread gathers a strided line.
+// kernels' scratch: with lines `width` apart, each thread gathers groups of them.
 struct Costs {
   uint64_t element;  // one element of a chunk, in all its copies
   uint64_t line;     // one line of state
-  uint64_t gather;   // per row, when lines are strided: an element for each thread
+  DType dtype;
+  uint64_t threads;
+
+  // Per row of a chunk `width` columns wide.
+  uint64_t gather(uint64_t width) const {
+    return threads * scan_chunk_scratch_bytes(dtype, 1, static_cast<int64_t>(width));
+  }
 };
 
 Plan plan_scan(const Layout& l, uint64_t memory, const Costs& c) {
   const auto inner = static_cast<uint64_t>(l.inner);
   const auto length = static_cast<uint64_t>(l.length);
-  const auto gather = [&](uint64_t width) { return width > 1 ? c.gather : 0; };
+  const auto gather = [&](uint64_t width) { return c.gather(width); };
   if (inner > (memory - std::min(memory, gather(inner))) / (c.element + c.line)) {
     // A row does not fit: bands as wide as fit with one row, a single column at the least.
-    const uint64_t wide = (memory - std::min(memory, c.gather)) / (c.element + c.line);
+    const uint64_t wide = (memory - std::min(memory, gather(inner))) / (c.element + c.line);
     const uint64_t band = wide >= 2 ? wide : 1;
     const uint64_t rows = (memory - band * c.line) / (band * c.element + gather(band));
     return {static_cast<int64_t>(band), static_cast<int64_t>(std::min(rows, length)), 1};
@@ -100,9 +106,8 @@ Plan plan_scan(const Layout& l, uint64_t memory, const Costs& c) {
 }
 
 // A state keeps one carry a line in memory (an exact accumulator among its fields, whatever the
-// op and type, so its byte form is no guide to it), and scan_chunk copies the carries while it
-// scans: twice a carry a line.
-constexpr uint64_t kStateLineBytes = 2 * sizeof(detail::Carry);
+// op and type, so its byte form is no guide to it).
+constexpr uint64_t kStateLineBytes = sizeof(detail::Carry);
 
 // Each element of a chunk is in memory three times over while the scan runs: in the input's window
 // (or the buffer a band is read into), in the buffer it is scanned into, and in the other buffer,
@@ -546,8 +551,8 @@ int scan_command(const ScanRequest& request) {
     const Layout layout = layout_around(file.shape, file.fortran_order, axis);
     const uint64_t element = dtype_size(file.dtype);
     const Plan plan = plan_scan(layout, request.memory,
-                                {kChunkCopies * element, line,
-                                 element * static_cast<uint64_t>(std::max(1, num_threads()))});
+                                {kChunkCopies * element, line, file.dtype,
+                                 static_cast<uint64_t>(std::max(1, num_threads()))});
     Progress progress(file.data_bytes);
     Scanner(request, input.get(), file, layout, plan, output, header.size(), progress).run();
   }

@@ -1,0 +1,19 @@
+// One long contiguous line of a scan, shared by the threads: the one-pass scan's way with long
+// rows, which the chunked scan takes too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cumulus/ops.h"
+#include "kernels/kernels.h"
+
+namespace cumulus::detail {
+
+// Scans `length` contiguous elements from `start` (everything before them in scan order; null:
+// nothing), cut into pieces that the pool's threads take in rounds (scan_op.cc), and returns the
+// carry after them. y may be x.
+Carry scan_long_line(OpKind op, DType dtype, const std::byte* x, std::byte* y, std::size_t length,
+                     ScanOptions options, const Carry* start);
+
+}  // namespace cumulus::detail

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <random>
 #include <vector>
@@ -261,6 +262,48 @@ TEST_P(ChunkedScans, EqualOnePassForAnyCut) {
     }
   }
   EXPECT_EQ(cases, 2 * 4 * 2 * (1 + 3 + 3 + 3 + 3));
+}
+
+// Columns (lines far apart) continue from carries that test the column kernels' ways in: a carry
+// that needs a pair's low part, one no pair can hold (three scales apart), zeros of either sign
+// only, infinities, NaN, a prefix past the type's range and back. Cut in two at every row, in
+// every direction; the same bits as the one-pass scan. 264 columns: two of the kernels' tiles.
+TEST(ChunkedColumns, CarriesAtTheirEdges) {
+  for (const DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
+    const double big = dtype == DType::kFloat16 ? 0x1p15 : 0x1p100;
+    const double max = dtype == DType::kFloat64   ? std::numeric_limits<double>::max()
+                       : dtype == DType::kFloat16 ? 65504.0
+                       : dtype == DType::kBFloat16
+                           ? 0x1.fep127
+                           : static_cast<double>(std::numeric_limits<float>::max());
+    const double tiny = dtype == DType::kFloat16 ? 0x1p-24 : 0x1p-120;
+    const double inf = std::numeric_limits<double>::infinity();
+    const std::vector<std::vector<double>> columns = {
+        {big, 1, -big, 2, 3, 0.5, -1},      {big, 1, tiny, -big, -1, 2, 0.25},
+        {-0.0, -0.0, -0.0, 1, -1, -0.0, 1}, {-0.0, -0.0, -0.0, -0.0, -0.0, -0.0, -0.0},
+        {inf, 1, 2, -inf, 3, 4, 5},         {1, std::nan(""), 2, 3, 4, 5, 6},
+        {max, max, -max, -max, 1, 1, 0.5},  {0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 0.0}};
+    const std::size_t width = 264, length = columns[0].size();
+    Tensor x(dtype, {static_cast<int64_t>(length), static_cast<int64_t>(width)});
+    cumulus::visit_dtype(dtype, [&]<class T>(T) {
+      for (std::size_t i = 0; i < length; ++i) {
+        for (std::size_t j = 0; j < width; ++j) {
+          x.data<T>()[i * width + j] = cumulus::from_double<T>(columns[j % columns.size()][i]);
+        }
+      }
+    });
+    for (int attrs = 0; attrs < 4; ++attrs) {
+      const ScanOptions options{(attrs & 1) != 0, (attrs & 2) != 0};
+      const Tensor want = one_pass(OpKind::kCumSum, x, 0, options);
+      for (int64_t k = 0; k <= static_cast<int64_t>(length); ++k) {
+        const Tensor got = chunked_in_order(OpKind::kCumSum, x, 0, options,
+                                            {k, static_cast<int64_t>(length) - k}, false);
+        EXPECT_TRUE(same_bits(got, want))
+            << cumulus::dtype_name(dtype) << " exclusive " << options.exclusive << " reverse "
+            << options.reverse << " cut after " << k;
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, ChunkedScans, ::testing::ValuesIn(cumulus::kAllDTypes),

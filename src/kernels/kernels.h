@@ -27,12 +27,17 @@ struct Carry {
 };
 
 // Scans `outer` slabs of `length` x `inner` elements, laid out contiguously, along the length
-// axis, for the columns [col_begin, col_end) of each slab. y may equal x.
+// axis, for the columns [col_begin, col_end) of each slab. y may equal x. Where the kernels take
+// carries (ScanKernels::block_carries), a column (slab o, column c) continues from
+// carry_in[o * inner + c], everything before it in scan order (at least one term), and its state
+// after the block goes to carry_out[o * inner + c]; either may be null, and they may be one array.
 struct ScanBlock {
   const void* x;
   void* y;
   std::size_t outer, length, inner, col_begin, col_end;
   bool exclusive, reverse;
+  const Carry* carry_in = nullptr;
+  Carry* carry_out = nullptr;
 };
 using ScanKernel = void (*)(const ScanBlock& block) noexcept;
 
@@ -71,6 +76,7 @@ struct ScanKernels {
   RowScanKernel rows;
   TotalKernel total;
   CombineKernel combine;
+  bool block_carries = false;  // whether `block` takes ScanBlock's carries
 };
 
 struct KernelTable {

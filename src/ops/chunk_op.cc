@@ -386,6 +386,30 @@ void scan_chunk(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOp
     s.fresh = false;
     return;
   }
+  const auto carries_with_terms = [&] {
+    if (op != OpKind::kCumSum || !is_floating(x.dtype)) return true;
+    return std::ranges::all_of(s.carries, [](const detail::Carry& c) { return c.sum.terms().any; });
+  };
+  if (layout.inner > 1 && kernel.block_carries && (s.fresh || carries_with_terms())) {
+    // The column kernels, continuing from the carries and leaving the states after the chunk in
+    // their place: tiles of columns, as the one-pass scan takes them.
+    const std::size_t inner = layout.inner, slab = layout.length * inner;
+    const std::size_t tile = tuning.column_tile, tiles = (inner + tile - 1) / tile;
+    const std::size_t grain = std::max<std::size_t>(
+        1, tuning.min_chunk_elements / (layout.length * std::min(inner, tile)));
+    detail::Carry* carries = s.carries.data();
+    const bool fresh = s.fresh;
+    detail::parallel_for(layout.outer * tiles, grain, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t task = begin; task < end; ++task) {
+        const std::size_t o = task / tiles, col = (task % tiles) * tile;
+        kernel.block({xb + o * slab * item, yb + o * slab * item, 1, layout.length, inner, col,
+                      std::min(inner, col + tile), options.exclusive, options.reverse,
+                      fresh ? nullptr : carries + o * inner, carries + o * inner});
+      }
+    });
+    s.fresh = false;
+    return;
+  }
   const bool stream = layout.inner == 1 && x.data != y.data && layout.bytes >= tuning.stream_bytes;
   for_lines(layout, item, xb, yb, [&](std::size_t line, const std::byte* in, std::byte* out) {
     detail::Carry& carry = s.carries[line];

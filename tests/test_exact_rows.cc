@@ -1,7 +1,9 @@
 // The floating CumSum along rows where it takes the fast vector paths a block at a time: the guards
 // that prove a block's double sums exact, at its boundaries, against the independent exact::Sum
 // (exact.h), on every kernel table, with and without long-row pieces (whose carries enter the
-// guard), in all four directions.
+// guard), in all four directions; float64's blocks of lanes where each of their exactness tests
+// fails, also through the row kernels directly (in place, streamed, at every alignment, NaN bits
+// the row path's).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,8 +29,10 @@ using cumulus::Float16;
 using cumulus::ScanOptions;
 using cumulus::Tensor;
 using cumulus::detail::KernelTable;
+using cumulus::detail::RowScan;
 using cumulus::detail::Tuning;
 
+using cumulus::testing::ScopedThreads;
 using cumulus::testing::ScopedTuning;
 
 using exact_test::bits;
@@ -210,6 +214,172 @@ TEST(ExactRows, Float16SpecialsAndZeros) {
   zeros[4500] = of<Float16>(1.0);
   zeros[4600] = of<Float16>(-1.0);
   check_row(zeros, "float16 -0 with 1 - 1");
+}
+
+// ---- float64 ------------------------------------------------------------------------------------
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The row path's NaN: its exact sum's (not IEEE addition's, which would keep an input's payload).
+uint64_t row_path_nan() {
+  cumulus::detail::ExactSum sum;
+  sum.add(std::nan(""));
+  return bits(sum.to_double());
+}
+
+// The row kernels of every table on x[offset, end): every direction, in place and not, streamed
+// and not, bit for bit (NaN too) against the exact sums.
+void check_f64_kernels(const std::vector<double>& x, std::size_t offset, const std::string& what) {
+  const std::size_t n = x.size() - offset;
+  for (const ScanOptions o : kAllOptions) {
+    std::vector<uint64_t> want(n);
+    exact::Sum sum;
+    for (std::size_t s = 0; s < n; ++s) {
+      const std::size_t i = o.reverse ? n - 1 - s : s;
+      if (!o.exclusive) sum.add(x[offset + i]);
+      want[i] = sum.round_bits(exact::kBinary64);
+      if (o.exclusive) sum.add(x[offset + i]);
+      if (nan_bits(want[i], exact::kBinary64)) want[i] = row_path_nan();
+    }
+    for (const KernelTable* table : tables()) {
+      for (const bool in_place : {false, true}) {
+        for (const bool stream : {false, true}) {
+          std::vector<double> y = in_place ? x : std::vector<double>(x.size(), -7.0);
+          const RowScan s{(in_place ? y.data() : x.data()) + offset,
+                          y.data() + offset,
+                          1,
+                          n,
+                          o.exclusive,
+                          o.reverse,
+                          nullptr,
+                          stream};
+          table->cumsum[static_cast<int>(cumulus::DType::kFloat64)].rows(s);
+          for (std::size_t i = 0; i < n; ++i) {
+            if (bits(y[offset + i]) == want[i]) continue;
+            ADD_FAILURE() << what << " (" << table->isa << ", offset " << offset
+                          << (o.exclusive ? ", exclusive" : "") << (o.reverse ? ", reverse" : "")
+                          << (in_place ? ", in place" : "") << (stream ? ", streamed" : "")
+                          << "): output " << i << " has bits 0x" << std::hex << bits(y[offset + i])
+                          << ", exact 0x" << want[i];
+            return;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Through cumulus::cumsum (every tuning, one and two threads) and the kernels directly, the
+// row starting at each of the first `offsets` elements (its blocks then meet the data, and 64-byte
+// lines, at other places).
+void check_f64_row(const std::vector<double>& x, const std::string& what, std::size_t offsets = 8) {
+  for (const int threads : {1, 2}) {
+    const ScopedThreads scoped(threads);
+    check_row(x, what + ", " + std::to_string(threads) + " threads");
+  }
+  for (std::size_t offset = 0; offset < offsets && offset < x.size(); ++offset) {
+    check_f64_kernels(x, offset, what);
+  }
+}
+
+// x followed by its mirror image: each direction first meets x in its own order.
+std::vector<double> mirrored(std::vector<double> x) {
+  x.insert(x.end(), x.rbegin(), x.rend());
+  return x;
+}
+
+// Large terms taken back out two places later, small terms between them: an output after each
+// large term's return is the exact sum of the small terms so far, so a low bit lost anywhere
+// shows. Small terms down to 2^-40 leave every prefix within a pair; down to 2^-75 they do not
+// always, so blocks fail here and there. Every length around the blocks' groups and sizes.
+TEST(ExactRows, Float64CancellationsAtEveryLength) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> mantissa(1, 2);
+  for (const int low : {-40, -75}) {
+    std::uniform_int_distribution<int> big_exponent(0, 20), small_exponent(low, -25);
+    for (const std::size_t n : {65, 100, 127, 128, 129, 300, 2047, 2048, 2049, 2113, 4160, 6001}) {
+      std::vector<double> row(n);
+      double big = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const double sign = rng() % 2 == 0 ? 1 : -1;
+        if (i % 4 == 0) big = sign * std::ldexp(mantissa(rng), big_exponent(rng));
+        row[i] = i % 4 == 0   ? big
+                 : i % 4 == 2 ? -big
+                              : sign * std::ldexp(mantissa(rng), small_exponent(rng));
+      }
+      check_f64_row(row, "float64 cancellations to 2^" + std::to_string(low) + ", length " +
+                             std::to_string(n));
+    }
+  }
+}
+
+// Events a block and a bit apart (so they meet a block at places all through it in turn) that only
+// one of a block's exactness tests sees:
+// - a segment's own sum, not the row's prefix, outgrows a pair: from a carry of -1, +1 and then
+//   2^-60, 2^-130 and -2^-60 each 8 places on (one lane of a segment's totals) leave 2^-130, which
+//   shows; then it goes back to -1;
+// - the segments' carries: from a carry of 1 + 2^-60, a segment holding -1 and then 2^-120 has a
+//   total whose low part, beside the carry's, a pair cannot hold in its low parts, though the
+//   prefix is 2^-60 + 2^-120; 2^-60 taken out a segment later shows the rest;
+// - a lane's chain: from the same carry, 2^-130, -1 and -2^-60 leave 2^-130 (shown), which a pair
+//   beside 1 + 2^-60 cannot hold; 2^-130 leaves again in the same lane of the segment's totals, so
+//   those and the carries are pairs throughout.
+TEST(ExactRows, Float64FailuresOfEachTest) {
+  constexpr std::size_t kSpacing = 2048 + 85;
+  std::vector<double> lane = {-1};
+  std::vector<double> carry = {1, 0x1p-60};
+  for (int e = 0; e < 25; ++e) {
+    const std::size_t at = lane.size() + 5;
+    lane.resize(at + kSpacing, 0.0);
+    const double terms[] = {1, 0x1p-60, 0x1p-130, -0x1p-60, -0x1p-130, -1};
+    for (int k = 0; k < 6; ++k) lane[at + 8 * k] = terms[k];
+    const std::size_t c = carry.size() + 5;
+    carry.resize(c + kSpacing, 0.0);
+    carry[c] = -1;
+    carry[c + 1] = 0x1p-120;
+    carry[c + 300] = -0x1p-60;
+    carry[c + 301] = -0x1p-120;
+    carry[c + 302] = 1;
+    carry[c + 303] = 0x1p-60;
+    const std::size_t p = carry.size() + 5;
+    carry.resize(p + kSpacing, 0.0);
+    const double chain[] = {0x1p-130, -1, -0x1p-60, 1, 0x1p-60};
+    for (int k = 0; k < 5; ++k) carry[p + k] = chain[k];
+    carry[p + 8] = -0x1p-130;
+  }
+  check_f64_row(mirrored(lane), "float64 a segment's lane outgrowing a pair", 2);
+  check_f64_row(mirrored(carry), "float64 segment carries and lane chains outgrowing a pair", 2);
+}
+
+// An infinity or a NaN in each segment and lane of a block; both infinities; a sum past the
+// largest double and back; -0 only, -0 then a +0 late, -0 around 1 - 1 (whose exact zeros are +0).
+TEST(ExactRows, Float64SpecialsAndZeros) {
+  for (const double special : {kInf, -kInf, std::nan("")}) {
+    for (const std::size_t at : {8, 9, 300, 1000, 2055, 2100, 4000}) {
+      std::vector<double> row(4200, 0.75);
+      row[at] = special;
+      check_f64_row(row, "float64 " + std::to_string(special) + " at " + std::to_string(at));
+    }
+  }
+  std::vector<double> both(5000, -2.5);
+  both[100] = -kInf;
+  both[3000] = kInf;
+  check_f64_row(both, "float64 -inf then +inf");
+  const double large = 0x1.8p1023;
+  std::vector<double> past(5000, 1.0);
+  past[1500] = large;
+  past[1700] = large;
+  past[1900] = -large;
+  past[3000] = -large;
+  check_f64_row(past, "float64 past the largest double and back");
+  std::vector<double> zeros(3000, -0.0);
+  check_f64_row(zeros, "float64 only -0");
+  zeros[2500] = 0.0;
+  check_f64_row(zeros, "float64 -0 then a +0");
+  zeros[2500] = -0.0;
+  zeros[700] = 1.0;
+  zeros[1200] = -1.0;
+  check_f64_row(zeros, "float64 -0 with 1 - 1");
 }
 
 }  // namespace

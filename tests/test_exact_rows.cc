@@ -213,10 +213,11 @@ TEST(ExactRows, Float16SpecialsAndZeros) {
   check_row(zeros, "float16 -0 with 1 - 1");
 }
 
-// The vector layers' fused blocks: 2048 terms after the row's first (which goes alone), so a row
-// whose first 2049 terms set a carry puts a block of the test's own at [2049, 4097) on the default
-// tuning; the reversed row does the same for the reverse scans.
-constexpr std::size_t kFusedStart = 2049;
+// The vector layers' fused blocks lie at multiples of 2048 in memory (the row's first term goes
+// alone), so a row whose first 2048 terms set a carry puts a block of the test's own at
+// [2048, 4096) on the default tuning; a row of a multiple of 2048 terms, reversed, does the same
+// for the reverse scans.
+constexpr std::size_t kFusedStart = 2048;
 constexpr std::size_t kFusedBlock = 2048;
 
 template <class T>
@@ -236,7 +237,9 @@ std::vector<T> carry_then_block(const std::vector<double>& carry, const std::vec
   row.resize(kFusedStart, of<T>(0.0));
   for (const double v : block) row.push_back(of<T>(v));
   for (const double v : removal) row.push_back(of<T>(v));
-  for (int k = 0; k < 300; ++k) row.push_back(of<T>(k % 3 == 0 ? 0x1p-30 : 0.0));
+  for (int k = 0; k < 300 || row.size() % kFusedBlock != 0; ++k) {
+    row.push_back(of<T>(k % 3 == 0 ? 0x1p-30 : 0.0));
+  }
   return row;
 }
 

@@ -6,6 +6,7 @@
 // the row path's).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -381,5 +382,128 @@ TEST(ExactRows, Float64SpecialsAndZeros) {
   zeros[1200] = -1.0;
   check_f64_row(zeros, "float64 -0 with 1 - 1");
 }
+
+// The vector layers' fused blocks lie at multiples of 2048 in memory (the row's first term goes
+// alone), so a row whose first 2048 terms set a carry puts a block of the test's own at
+// [2048, 4096) on the default tuning; a row of a multiple of 2048 terms, reversed, does the same
+// for the reverse scans.
+constexpr std::size_t kFusedStart = 2048;
+constexpr std::size_t kFusedBlock = 2048;
+
+template <class T>
+void check_both_ways(std::vector<T> row, const std::string& what) {
+  check_row(row, what);
+  std::reverse(row.begin(), row.end());
+  check_row(row, what + ", reversed");
+}
+
+// Terms setting the carry (then zeros up to the block), the block, then the carry and the block's
+// sum taken back out term by term, and a tail that shows whatever is left.
+template <class T>
+std::vector<T> carry_then_block(const std::vector<double>& carry, const std::vector<double>& block,
+                                const std::vector<double>& removal) {
+  std::vector<T> row;
+  for (const double v : carry) row.push_back(of<T>(v));
+  row.resize(kFusedStart, of<T>(0.0));
+  for (const double v : block) row.push_back(of<T>(v));
+  for (const double v : removal) row.push_back(of<T>(v));
+  for (int k = 0; k < 300 || row.size() % kFusedBlock != 0; ++k) {
+    row.push_back(of<T>(k % 3 == 0 ? 0x1p-30 : 0.0));
+  }
+  return row;
+}
+
+// float blocks of 2047 x (2 - 2^-22) and 1 + 2^-23: the unit 2^-23 and partial sums below 2^12,
+// so a carry c qualifies while |c| <= 2^30 - 2^12. At the bound the block goes the fused way; one
+// unit past and far past (where c + P passes 2^30 and drops the unit) it goes the exact way; all
+// must be exact, which the sum left after the removal shows.
+TEST(ExactRows, FloatFusedCarryAtTheBound) {
+  std::vector<double> block(kFusedBlock - 1, 2 - 0x1p-22);
+  block.push_back(1 + 0x1p-23);
+  const double block_sum = 2047 * (2 - 0x1p-22) + 1 + 0x1p-23;
+  const std::vector<double> removal = {-4094, -1, 4093 * 0x1p-23};
+  ASSERT_EQ(-4094 - 1 + 4093 * 0x1p-23, -block_sum);
+  const struct {
+    std::vector<double> carry;
+    const char* what;
+  } cases[] = {
+      {{0x1p30, -0x1p12}, "at the bound"},
+      {{0x1p30, -0x1p12, 0x1p-23}, "one unit past"},
+      {{0x1p30, -0x1p11}, "far past"},
+  };
+  for (const auto& c : cases) {
+    std::vector<double> out = removal;
+    for (const double v : c.carry) out.push_back(-v);
+    check_both_ways(carry_then_block<float>(c.carry, block, out),
+                    std::string("float fused carry ") + c.what);
+  }
+}
+
+// A carry 2^29 - 2^11 + 2^-24, half a unit off the block's multiples of 2^-23: the block goes the
+// fused way from 2^29 - 2^11 with 2^-24 set aside, which breaks the ties that 2^29 - 2^11 plus
+// multiples of 32 make at float's precision, and stays exact past 2^29.
+TEST(ExactRows, FloatFusedCarryOffTheUnit) {
+  std::vector<double> block(kFusedBlock - 1, 32);
+  block.push_back(1 + 0x1p-23);
+  const std::vector<double> carry = {0x1p29, -0x1p11, 0x1p-24};
+  const std::vector<double> removal = {-0x1p29, 0x1p11, -65504, -(1 + 0x1p-23)};
+  check_both_ways(carry_then_block<float>(carry, block, removal), "float fused carry off the unit");
+}
+
+// Runs of ~2000 large terms around one small one `spread` binades lower, its last bit set: at the
+// fused blocks' limit (53 - p - 11 binades) every partial sum is a double; one binade more, and the
+// runs' partial sums near 2^13 cannot hold the small term's last bit.
+template <class T>
+void check_fused_guard_edge(int precision) {
+  const int limit = 53 - precision - 11;
+  const double big = 2.0 * (2.0 - std::ldexp(1.0, 1 - precision));
+  for (const int spread : {limit, limit + 1}) {
+    const double small = std::ldexp(1.0 + std::ldexp(1.0, 1 - precision), 1 - spread);
+    std::vector<T> row;
+    for (int r = 0; r < 12; ++r) {
+      const int run = 1900 + (r * 53) % 140;
+      for (int k = 0; k < run; ++k) row.push_back(of<T>(big));
+      row.push_back(of<T>(r % 2 == 0 ? small : -small));
+      for (int k = 0; k < run; ++k) row.push_back(of<T>(-big));
+    }
+    check_row(row, std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) + " fused guard spread " +
+                       std::to_string(spread));
+  }
+}
+
+TEST(ExactRows, FloatFusedBlocksAtTheGuardsEdge) { check_fused_guard_edge<float>(24); }
+TEST(ExactRows, BFloat16FusedBlocksAtTheGuardsEdge) {
+  check_fused_guard_edge<cumulus::BFloat16>(8);
+}
+
+// An infinity at every position mod 32 (every lane of the range test's 16- and 32-bit lanes and of
+// the vectors), -inf and NaN at some, and the opposite one in a block's scalar tail; rows of -0
+// that meet terms; a prefix whose exact zero must be +0 through a fused block of -0.
+template <class T>
+void check_fused_specials_and_zeros() {
+  const std::string name(cumulus::dtype_name(cumulus::dtype_of<T>));
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const double special : {inf, -inf, std::nan("")}) {
+    for (std::size_t at = kFusedStart; at < kFusedStart + 32; at += special == inf ? 1 : 7) {
+      std::vector<T> row(kFusedStart + 2 * kFusedBlock + 5, of<T>(0.75));
+      row[at] = of<T>(special);
+      row[row.size() - 2] = of<T>(-special);  // the last block's tail
+      check_row(row, name + " special " + std::to_string(special) + " at " + std::to_string(at));
+    }
+  }
+  std::vector<T> zeros(3 * kFusedBlock, of<T>(-0.0));
+  check_both_ways(zeros, name + " only -0");
+  zeros[2] = of<T>(1.0);
+  zeros[3] = of<T>(-1.0);
+  check_both_ways(zeros, name + " -0, 1 - 1, -0");
+  zeros[5000] = of<T>(0x1p-3);
+  check_both_ways(zeros, name + " -0, 1 - 1, -0, a term");
+}
+
+TEST(ExactRows, FloatFusedSpecialsAndZeros) { check_fused_specials_and_zeros<float>(); }
+TEST(ExactRows, BFloat16FusedSpecialsAndZeros) {
+  check_fused_specials_and_zeros<cumulus::BFloat16>();
+}
+TEST(ExactRows, Float16FusedSpecialsAndZeros) { check_fused_specials_and_zeros<Float16>(); }
 
 }  // namespace

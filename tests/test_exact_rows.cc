@@ -504,6 +504,9 @@ TEST(ExactRows, FloatFusedSpecialsAndZeros) { check_fused_specials_and_zeros<flo
 TEST(ExactRows, BFloat16FusedSpecialsAndZeros) {
   check_fused_specials_and_zeros<cumulus::BFloat16>();
 }
-TEST(ExactRows, Float16FusedSpecialsAndZeros) { check_fused_specials_and_zeros<Float16>(); }
+// float16 rows take the integer blocks rather than the fused pass (kFusedRow), at the same places.
+TEST(ExactRows, Float16SpecialsAndZerosAtTheFusedPlaces) {
+  check_fused_specials_and_zeros<Float16>();
+}
 
 }  // namespace

@@ -136,22 +136,30 @@ TEST(ExactRows, Float16TinyTermsLateAndRandom) {
 // (53 - p - 8 binades for blocks of 256) a block's prefix is still exact in double; one binade
 // more and the small term's last bit falls off a prefix of ~2^9, which the output shows once the
 // run is gone. Runs of varying length put the small term at every depth of a block.
+//
+// The same for blocks of 2^block_log2 terms: `rounds` runs of `shortest` + (r * step) % `varied`.
 template <class T>
-void check_guard_edge(int precision) {
-  const int limit = 53 - precision - 8;
+void check_guard_edge(int precision, int block_log2, int rounds, int shortest, int step, int varied,
+                      const std::string& what) {
+  const int limit = 53 - precision - block_log2;
   const double big = 2.0 * (2.0 - std::ldexp(1.0, 1 - precision));
   for (const int spread : {limit, limit + 1}) {
     const double small = std::ldexp(1.0 + std::ldexp(1.0, 1 - precision), 1 - spread);
     std::vector<T> row;
-    for (int r = 0; r < 40; ++r) {
-      const int run = 150 + (r * 37) % 100;
+    for (int r = 0; r < rounds; ++r) {
+      const int run = shortest + (r * step) % varied;
       for (int k = 0; k < run; ++k) row.push_back(of<T>(big));
       row.push_back(of<T>(r % 2 == 0 ? small : -small));
       for (int k = 0; k < run; ++k) row.push_back(of<T>(-big));
     }
-    check_row(row, std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) + " guard spread " +
+    check_row(row, std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) + " " + what + " " +
                        std::to_string(spread));
   }
+}
+
+template <class T>
+void check_guard_edge(int precision) {
+  check_guard_edge<T>(precision, 8, 40, 150, 37, 100, "guard spread");
 }
 
 TEST(ExactRows, FloatBlocksAtTheGuardsEdge) { check_guard_edge<float>(24); }
@@ -455,20 +463,7 @@ TEST(ExactRows, FloatFusedCarryOffTheUnit) {
 // runs' partial sums near 2^13 cannot hold the small term's last bit.
 template <class T>
 void check_fused_guard_edge(int precision) {
-  const int limit = 53 - precision - 11;
-  const double big = 2.0 * (2.0 - std::ldexp(1.0, 1 - precision));
-  for (const int spread : {limit, limit + 1}) {
-    const double small = std::ldexp(1.0 + std::ldexp(1.0, 1 - precision), 1 - spread);
-    std::vector<T> row;
-    for (int r = 0; r < 12; ++r) {
-      const int run = 1900 + (r * 53) % 140;
-      for (int k = 0; k < run; ++k) row.push_back(of<T>(big));
-      row.push_back(of<T>(r % 2 == 0 ? small : -small));
-      for (int k = 0; k < run; ++k) row.push_back(of<T>(-big));
-    }
-    check_row(row, std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) + " fused guard spread " +
-                       std::to_string(spread));
-  }
+  check_guard_edge<T>(precision, 11, 12, 1900, 53, 140, "fused guard spread");
 }
 
 TEST(ExactRows, FloatFusedBlocksAtTheGuardsEdge) { check_fused_guard_edge<float>(24); }

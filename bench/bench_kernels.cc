@@ -212,17 +212,26 @@ void register_compute() {
       });
     }
   }
-  const std::pair<const char*, std::vector<Shape>> sums[] = {
-      {"same_shape_x3", {Shape{4, 4096}, Shape{4, 4096}, Shape{4, 4096}}},
-      {"matrix_row_scalar", {Shape{4, 4096}, Shape{4096}, Shape{}}},
+  struct ComputeSum {
+    DType dtype;
+    const char* label;
+    std::vector<Shape> shapes;
   };
-  for (const auto& [label, shapes] : sums) {
-    const std::string name = std::string("Compute/Sum/float32/") + label + "/" + std::to_string(kN);
-    benchmark::RegisterBenchmark(name.c_str(), [shapes = shapes](benchmark::State& state) {
+  const ComputeSum sums[] = {
+      {DType::kFloat32, "same_shape_x3", {Shape{4, 4096}, Shape{4, 4096}, Shape{4, 4096}}},
+      {DType::kFloat32, "matrix_row_scalar", {Shape{4, 4096}, Shape{4096}, Shape{}}},
+      {DType::kFloat32, "same_shape_x8", std::vector<Shape>(8, Shape{4, 4096})},
+      {DType::kFloat16, "same_shape_x3", {Shape{4, 4096}, Shape{4, 4096}, Shape{4, 4096}}},
+  };
+  for (const ComputeSum& c : sums) {
+    const std::string name = std::string("Compute/Sum/") +
+                             std::string(cumulus::dtype_name(c.dtype)) + "/" + c.label + "/" +
+                             std::to_string(kN);
+    benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& state) {
       std::vector<Tensor> inputs;
-      for (const Shape& s : shapes) inputs.push_back(random_tensor(DType::kFloat32, s));
+      for (const Shape& s : c.shapes) inputs.push_back(random_tensor(c.dtype, s));
       const std::vector<cumulus::ConstTensorView> views(inputs.begin(), inputs.end());
-      Tensor y(DType::kFloat32, {4, 4096});
+      Tensor y(c.dtype, {4, 4096});
       for (auto _ : state) {
         cumulus::sum(views, y.view());
         benchmark::ClobberMemory();

@@ -210,7 +210,7 @@ void check_case(const std::string& what, const Case<T>& c) {
   const std::vector<Tensor> owned = tensors_of(c);
   const std::vector<ConstTensorView> views(owned.begin(), owned.end());
   for (const KernelTable* table : tables()) {
-    for (int threads : {1, 2, 3}) {
+    for (int threads : {1, 2, 3, 8}) {
       for (const bool small : {false, true}) {
         Tuning t;
         t.table = table;
@@ -385,6 +385,20 @@ TEST(ExactSum, BroadcastTermsCountInTheRange) {
 TEST(ExactSum, JustPastTheDoublePathsRange) {
   const float a = 2 - 0x1p-23f, b = 127 * 0x1p-29f, c = 0x1p-29f + 0x1p-52f;
   check_case<float>("(2 - 2^-23) + 127 2^-29 + (2^-29 + 2^-52)", constant<float>({a, b, c}, 45));
+}
+
+// The same three terms at one output of a row whose others lie well within the range, at every
+// position of a vector group (32 outputs) and of the lone vectors and scalar tail after it: each
+// lane's range must reach the group's check, whichever half of a 16-lane range register holds it.
+TEST(ExactSum, OneOutputPastTheRangeAtEveryLane) {
+  const float a = 2 - 0x1p-23f, b = 127 * 0x1p-29f, c = 0x1p-29f + 0x1p-52f;
+  for (std::size_t at = 0; at < 45; ++at) {
+    Case<float> row = constant<float>({1.5f, 0.25f, 0.125f}, 45);
+    row.terms[0][at] = a;
+    row.terms[1][at] = b;
+    row.terms[2][at] = c;
+    check_case<float>("the tie at output " + std::to_string(at) + " of 45", row);
+  }
 }
 
 TEST(ExactSum, BeyondTheRangeAndBack) {

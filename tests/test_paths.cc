@@ -468,8 +468,9 @@ TEST(ColumnTiles, AroundTheTileBoundary) {
 
 // ---- Streamed stores ----------------------------------------------------------------------------
 
-// Every output not written in place is streamed: rows of lengths around the vector widths, at
-// aligned and misaligned addresses (rows of odd length start at every alignment).
+// Every output not written in place is streamed: rows of lengths around the vector widths, and
+// columns along an outer axis a step at a time, at aligned and misaligned addresses (rows of odd
+// length start at every alignment).
 TEST(Streaming, ScanOutputsMatchTheReference) {
   Tuning t;
   t.stream_bytes = 0;
@@ -477,7 +478,15 @@ TEST(Streaming, ScanOutputsMatchTheReference) {
   Rng rng(8105);
   SCOPED_TRACE("seed 8105");
   const Layout layouts[] = {Layout::kSeparate, Layout::kMisaligned};
-  check_every_scan(rng, {{{7, 45}, 1}, {{3, 64}, -1}, {{5, 17}, 1}, {{1, 1000}, 0}, {{2, 3}, 1}},
+  check_every_scan(rng,
+                   {{{7, 45}, 1},
+                    {{3, 64}, -1},
+                    {{5, 17}, 1},
+                    {{1, 1000}, 0},
+                    {{2, 3}, 1},
+                    {{9, 45}, 0},
+                    {{2, 6, 37}, 1},
+                    {{4, 300}, 0}},
                    layouts, std::size(layouts));
 }
 

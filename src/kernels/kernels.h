@@ -38,6 +38,7 @@ struct ScanBlock {
   bool exclusive, reverse;
   const Carry* carry_in = nullptr;
   Carry* carry_out = nullptr;
+  bool stream = false;  // the output is too large to stay in cache: bypass it where a kernel can
 };
 using ScanKernel = void (*)(const ScanBlock& block) noexcept;
 

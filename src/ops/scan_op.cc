@@ -201,6 +201,7 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
   }
   const std::size_t tile = tuning.column_tile;
   const std::size_t tiles = (inner + tile - 1) / tile;
+  const bool stream = x.data != y.data && bytes >= tuning.stream_bytes;
   const std::size_t tile_elements = length * std::min(inner, tile);
   const std::size_t grain = std::max<std::size_t>(1, tuning.min_chunk_elements / tile_elements);
   detail::parallel_for(outer * tiles, grain, [&](std::size_t begin, std::size_t end) {
@@ -208,7 +209,8 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
       const std::size_t o = task / tiles;
       const std::size_t col = (task % tiles) * tile;
       kernel.block({xb + o * slab * item, yb + o * slab * item, 1, length, inner, col,
-                    std::min(inner, col + tile), options.exclusive, options.reverse});
+                    std::min(inner, col + tile), options.exclusive, options.reverse, nullptr,
+                    nullptr, stream});
     }
   });
 }

@@ -31,7 +31,10 @@ struct ScanOptions {
 // y[..., j, ...] = x[..., 0, ...] + ... + x[..., j, ...] along `axis` (in [-rank, rank - 1]);
 // exclusive leaves out x[j], reverse runs from the end. y must have x's dtype and shape and may be
 // x itself (in place), but must not partly overlap it. Every element type is accepted. Integers
-// wrap around; float16, bfloat16 and float32 accumulate in double and round once per output.
+// wrap around. A floating CumSum output is the exact sum of its terms rounded once to nearest even
+// (the same bits for every instruction set, thread count and cut of the row); a floating CumProd
+// output is within 1 ulp of the exact product, evaluated in one fixed order (README, "Numerical
+// promises").
 void cumsum(ConstTensorView x, int64_t axis, TensorView y, ScanOptions options = {});
 void cumprod(ConstTensorView x, int64_t axis, TensorView y, ScanOptions options = {});
 Tensor cumsum(ConstTensorView x, int64_t axis, ScanOptions options = {});
@@ -51,8 +54,8 @@ struct SumOptions {
 
 // Shape of the sum of `inputs` (at least one, all of one floating dtype).
 Shape sum_shape(std::span<const ConstTensorView> inputs, SumOptions options = {});
-// y = inputs[0] + inputs[1] + ..., added left to right in double and rounded once. y may be one of
-// the inputs if it has the output's shape.
+// y = inputs[0] + inputs[1] + ...: each output the exact sum of its terms rounded once to nearest
+// even. y may be one of the inputs if it has the output's shape.
 void sum(std::span<const ConstTensorView> inputs, TensorView y, SumOptions options = {});
 Tensor sum(std::span<const ConstTensorView> inputs, SumOptions options = {});
 

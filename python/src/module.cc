@@ -291,8 +291,9 @@ const std::string kCumSumDoc =
 Cumulative sum along an axis: the ONNX CumSum operator.
 
 y[..., j, ...] = x[..., 0, ...] + ... + x[..., j, ...]. Integers wrap around on overflow;
-float16, bfloat16 and float32 are added in double and rounded once per element; float64 adds
-in double in a fixed order. Results do not depend on the number of threads.
+every floating output (float16, bfloat16, float32, float64) is the exact sum of its terms
+rounded once to nearest even: the same bits on every machine, instruction set and number of
+threads. An exact prefix past the type's range is +-inf, and finite again once it returns.
 )") +
     kScanArgs;
 
@@ -303,8 +304,8 @@ const std::string kCumProdDoc =
 Cumulative product along an axis: the ONNX CumProd operator.
 
 y[..., j, ...] = x[..., 0, ...] * ... * x[..., j, ...]. Integers wrap around on overflow;
-float16, bfloat16 and float32 are multiplied in double and rounded once per element.
-Results do not depend on the number of threads.
+every floating output is within 1 ulp of the exact product, evaluated in one fixed order,
+so the bits do not depend on the machine, instruction set or number of threads.
 )") +
     kScanArgs;
 
@@ -315,8 +316,8 @@ Elementwise sum of one or more arrays: the ONNX Sum operator (not a reduction: f
 along an axis use numpy.sum).
 
 The arrays broadcast as NumPy broadcasts them and must have one floating element type
-(float16, bfloat16, float32 or float64; no promotion). They are added left to right in double
-and each element is rounded once. Each argument may be a NumPy array in any layout and byte
+(float16, bfloat16, float32 or float64; no promotion). Each output is the exact sum of its
+terms rounded once to nearest even, whatever the order of the arguments. Each argument may be a NumPy array in any layout and byte
 order, a torch CPU tensor or any object with __dlpack__, or an array-like (numpy.asarray);
 dense inputs are read where they are, others are first copied into a dense buffer.
 

@@ -182,6 +182,8 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
   const auto* xb = static_cast<const std::byte*>(x.data);
   auto* yb = static_cast<std::byte*>(y.data);
   const std::size_t slab = length * inner;
+  // Rows and column tiles alike write a large output past the cache (long rows decide per row).
+  const bool stream = x.data != y.data && bytes >= tuning.stream_bytes;
 
   if (inner == 1 && length >= tuning.long_row) {
     for (std::size_t o = 0; o < outer; ++o) {
@@ -191,7 +193,6 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
     return;
   }
   if (inner == 1) {
-    const bool stream = x.data != y.data && bytes >= tuning.stream_bytes;
     const std::size_t grain = std::max<std::size_t>(1, tuning.min_chunk_elements / length);
     detail::parallel_for(outer, grain, [&](std::size_t begin, std::size_t end) {
       kernel.rows({xb + begin * slab * item, yb + begin * slab * item, end - begin, length,
@@ -201,7 +202,6 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
   }
   const std::size_t tile = tuning.column_tile;
   const std::size_t tiles = (inner + tile - 1) / tile;
-  const bool stream = x.data != y.data && bytes >= tuning.stream_bytes;
   const std::size_t tile_elements = length * std::min(inner, tile);
   const std::size_t grain = std::max<std::size_t>(1, tuning.min_chunk_elements / tile_elements);
   detail::parallel_for(outer * tiles, grain, [&](std::size_t begin, std::size_t end) {

@@ -458,6 +458,42 @@ TEST(ExactRows, FloatFusedCarryOffTheUnit) {
   check_both_ways(carry_then_block<float>(carry, block, removal), "float fused carry off the unit");
 }
 
+// A carry C + t (C of T's precision in [2^(e+2), 2^(e+3))), then blocks of terms in
+// +-[2^e, 2^(e+1)) in random directions, whose unit is 2^u, u = e + 1 - p. The first trials take
+// |t| below half C's last bit, so the pair keeps it apart; the others a T in [2^(u-1), 2^u), which
+// the fused pass splits off C + t as the part below 2^u. The pass rounds an output C + P + t as
+// C + P moved one double toward t where |C + P| >= 2^(e+2) with C's sign, else to odd with t: the
+// partial sums wander across that bound and across zero, a quarter of the outputs in
+// [2^(e+2), 2^(e+3)) sit on a midpoint of T, which t's sign decides, and below the bound a t past
+// half the unit moves an output across one.
+template <class T>
+void check_fused_low_part(int precision) {
+  std::mt19937_64 rng(20261202);
+  const auto mantissa = [&] {  // an integer of `precision` bits
+    return static_cast<double>((int64_t{1} << (precision - 1)) +
+                               static_cast<int64_t>(rng() % (uint64_t{1} << (precision - 1))));
+  };
+  for (int trial = 0; trial < 24; ++trial) {
+    const int e = trial % 3 == 0 ? 0 : trial % 3 == 1 ? -20 : 30;
+    const int u = e + 1 - precision;
+    const double c_sign = trial % 2 == 0 ? 1 : -1, t_sign = trial % 4 < 2 ? 1 : -1;
+    const double t = trial < 12 ? std::ldexp(1.0, e - 52 - trial)
+                                : std::ldexp(mantissa(), u - precision);
+    std::vector<T> row = {of<T>(c_sign * std::ldexp(mantissa(), e + 3 - precision)),
+                          of<T>(t_sign * t)};
+    row.resize(kFusedStart, of<T>(0.0));
+    for (std::size_t k = 0; k < 3 * kFusedBlock + 100; ++k) {
+      row.push_back(of<T>((rng() % 2 == 0 ? 1 : -1) * std::ldexp(mantissa(), e + 1 - precision)));
+    }
+    while (row.size() % kFusedBlock != 0) row.push_back(of<T>(0.0));
+    check_row(row, std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) + " carry's low part, e " +
+                       std::to_string(e) + ", trial " + std::to_string(trial));
+  }
+}
+
+TEST(ExactRows, FloatFusedCarryLowPart) { check_fused_low_part<float>(24); }
+TEST(ExactRows, BFloat16FusedCarryLowPart) { check_fused_low_part<cumulus::BFloat16>(8); }
+
 // Runs of ~2000 large terms around one small one `spread` binades lower, its last bit set: at the
 // fused blocks' limit (53 - p - 11 binades) every partial sum is a double; one binade more, and the
 // runs' partial sums near 2^13 cannot hold the small term's last bit.

@@ -152,6 +152,10 @@ void parallel_for_impl(std::size_t count, std::size_t grain, RangeFn fn, const v
   pool().run(chunks, count, grain, fn, context);
 }
 
+std::size_t parallel_width() noexcept {
+  return tls_in_pool ? 1 : static_cast<std::size_t>(pool().threads());
+}
+
 }  // namespace detail
 
 void set_num_threads(int n) { detail::pool().resize(std::clamp(n, 1, 256)); }

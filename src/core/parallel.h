@@ -22,4 +22,8 @@ void parallel_for(std::size_t count, std::size_t grain, const Body& body) {
       &body);
 }
 
+// How many threads a parallel_for called here may run at once: 1 within a pool thread's chunk
+// (a nested call runs inline), else the pool's size.
+std::size_t parallel_width() noexcept;
+
 }  // namespace cumulus::detail

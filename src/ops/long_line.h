@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "cumulus/ops.h"
 #include "kernels/kernels.h"
@@ -11,9 +12,10 @@
 namespace cumulus::detail {
 
 // Scans `length` contiguous elements from `start` (everything before them in scan order; null:
-// nothing), cut into pieces that the pool's threads take in rounds (scan_op.cc), and returns the
-// carry after them. y may be x.
-Carry scan_long_line(OpKind op, DType dtype, const std::byte* x, std::byte* y, std::size_t length,
-                     ScanOptions options, const Carry* start);
+// nothing), shared by the pool's threads (scan_op.cc), and returns the carry after them where
+// `carry_after` (else nothing: it can cost another read). y may be x.
+std::optional<Carry> scan_long_line(OpKind op, DType dtype, const std::byte* x, std::byte* y,
+                                    std::size_t length, ScanOptions options, const Carry* start,
+                                    bool carry_after);
 
 }  // namespace cumulus::detail

@@ -477,8 +477,8 @@ void check_fused_low_part(int precision) {
     const int e = trial % 3 == 0 ? 0 : trial % 3 == 1 ? -20 : 30;
     const int u = e + 1 - precision;
     const double c_sign = trial % 2 == 0 ? 1 : -1, t_sign = trial % 4 < 2 ? 1 : -1;
-    const double t = trial < 12 ? std::ldexp(1.0, e - 52 - trial)
-                                : std::ldexp(mantissa(), u - precision);
+    const double t =
+        trial < 12 ? std::ldexp(1.0, e - 52 - trial) : std::ldexp(mantissa(), u - precision);
     std::vector<T> row = {of<T>(c_sign * std::ldexp(mantissa(), e + 3 - precision)),
                           of<T>(t_sign * t)};
     row.resize(kFusedStart, of<T>(0.0));
@@ -486,8 +486,9 @@ void check_fused_low_part(int precision) {
       row.push_back(of<T>((rng() % 2 == 0 ? 1 : -1) * std::ldexp(mantissa(), e + 1 - precision)));
     }
     while (row.size() % kFusedBlock != 0) row.push_back(of<T>(0.0));
-    check_row(row, std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) + " carry's low part, e " +
-                       std::to_string(e) + ", trial " + std::to_string(trial));
+    check_row(row, std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) +
+                       " carry's low part, e " + std::to_string(e) + ", trial " +
+                       std::to_string(trial));
   }
 }
 

@@ -380,9 +380,9 @@ void scan_chunk(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOp
   if (layout.inner == 1 && layout.length >= tuning.long_row) {
     for (std::size_t line = 0; line < layout.outer; ++line) {
       const std::size_t at = line * layout.length * item;
-      s.carries[line] = *detail::scan_long_line(op, x.dtype, xb + at, yb + at, layout.length,
-                                                options, s.fresh ? nullptr : &s.carries[line],
-                                                true);
+      s.carries[line] =
+          *detail::scan_long_line(op, x.dtype, xb + at, yb + at, layout.length, options,
+                                  s.fresh ? nullptr : &s.carries[line], true);
     }
     s.fresh = false;
     return;

@@ -145,8 +145,8 @@ detail::Carry scan_long_row(const detail::ScanKernels& kernel, const detail::Tun
 }
 
 // A long row whose carries have one value however it is cut (CumSum: an exact sum, or integers
-// wrapping; integer CumProd), not in place, cut once into a segment per thread and read from memory once:
-// thread 0 scans the first segment (in scan order) from `before`; thread t > 0 totals segment
+// wrapping; integer CumProd), not in place, cut once into a segment per thread and read from memory
+// once: thread 0 scans the first segment (in scan order) from `before`; thread t > 0 totals segment
 // t - 1, which thread t - 1 scans beside it, waits for the totals before that one and scans
 // segment t from their sum. A total costs about half a scan (float32, two threads: 0.37 against
 // 0.7 ns an element, each thread's memory traffic included), so the first segment is twice as
@@ -159,8 +159,8 @@ std::optional<detail::Carry> scan_split_row(const detail::ScanKernels& kernel,
                                             ScanOptions options, const detail::Carry* before,
                                             bool carry_after) {
   const std::size_t piece = tuning.piece;
-  const std::size_t width = std::clamp<std::size_t>(
-      std::min(detail::parallel_width(), length / piece), 1, length);
+  const std::size_t width =
+      std::clamp<std::size_t>(std::min(detail::parallel_width(), length / piece), 1, length);
   // Segment t: [cut[t], cut[t + 1]) elements into the scan.
   std::vector<std::size_t> cut(width + 1, length);
   cut[0] = 0;

@@ -198,8 +198,8 @@ std::optional<detail::Carry> scan_split_row(const detail::ScanKernels& kernel,
       kernel.rows({x + start * item, y + start * item, 1, n, options.exclusive, options.reverse,
                    carried ? &carry : nullptr, stream});
       if (carry_after && t + 1 == width) {
-        // y may be x: the last segment's total from the carry before it and its outputs is not
-        // available, so its terms are read again (chunked scans only).
+        // The row kernel does not return the carry after it, so the last segment's terms are
+        // read again (chunked scans only).
         const detail::Carry total = kernel.total(x + start * item, n);
         after = carried ? kernel.combine(carry, total) : total;
       }

@@ -495,6 +495,56 @@ void check_fused_low_part(int precision) {
 TEST(ExactRows, FloatFusedCarryLowPart) { check_fused_low_part<float>(24); }
 TEST(ExactRows, BFloat16FusedCarryLowPart) { check_fused_low_part<cumulus::BFloat16>(8); }
 
+// A carry C = +-2^40 far above its blocks (fused_far): terms +-k g (k in 1..3, mostly up, so the
+// partial sums P climb across T's midpoints beside C: g is the midpoint offset 2^(40 - p), or
+// 2^24 where that is too large for the blocks to lie far below C), and in each block a pair
+// +-(a + a 2^(1 - p)), -+a with a = 2^(p - 14): its net 2^-13 is half a double at C, so C + P + the
+// pairs so far falls on a midpoint or within a double of one, where RN(C + P) cannot stand for
+// the exact output and the pass must take the exact way; the net parts pile up in the carry's low
+// part. Then the same with the blocks' pairs left out.
+template <class T>
+void check_fused_far(int precision) {
+  std::mt19937_64 rng(20261203);
+  const double g = std::ldexp(1.0, std::min(40 - precision, 24));
+  const double a = std::ldexp(1.0, precision - 14);
+  const double a_tiny = a + std::ldexp(a, 1 - precision);
+  for (int trial = 0; trial < 8; ++trial) {
+    const double c_sign = trial % 2 == 0 ? 1 : -1;
+    std::vector<T> row = {of<T>(c_sign * 0x1p40)};
+    row.resize(kFusedStart, of<T>(0.0));
+    for (int block = 0; block < 4; ++block) {
+      const std::size_t pair_at = row.size() + rng() % (kFusedBlock - 1);
+      const double pair_sign = rng() % 2 == 0 ? 1 : -1;
+      for (std::size_t k = 0; k < kFusedBlock; ++k) {
+        const std::size_t i = row.size();
+        if (trial < 6 && i == pair_at) {
+          row.push_back(of<T>(pair_sign * a_tiny));
+        } else if (trial < 6 && i == pair_at + 1) {
+          row.push_back(of<T>(-pair_sign * a));
+        } else {
+          const double up = rng() % 3 != 0 ? c_sign : -c_sign;
+          row.push_back(of<T>(up * static_cast<double>(1 + rng() % 3) * g));
+        }
+      }
+    }
+    check_both_ways(row, std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) +
+                             " carry far above its blocks, trial " + std::to_string(trial));
+  }
+}
+
+TEST(ExactRows, FloatFusedCarryFarAbove) { check_fused_far<float>(24); }
+TEST(ExactRows, BFloat16FusedCarryFarAbove) { check_fused_far<cumulus::BFloat16>(8); }
+
+// A long scan of positive terms with full mantissas (uniform in [0, 1)): past ~2^19 its carry is
+// too large for c + P to be exact beside the blocks' units, and the blocks take the far way.
+TEST(ExactRows, FloatLongPositiveScan) {
+  std::mt19937_64 rng(20261204);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  std::vector<float> row(std::size_t{3} << 20);
+  for (float& v : row) v = static_cast<float>(uniform(rng));
+  check_row(row, "float long positive scan");
+}
+
 // Runs of ~2000 large terms around one small one `spread` binades lower, its last bit set: at the
 // fused blocks' limit (53 - p - 11 binades) every partial sum is a double; one binade more, and the
 // runs' partial sums near 2^13 cannot hold the small term's last bit.

@@ -347,6 +347,31 @@ TEST(LongRows, EveryDTypeAndScanMatchesTheReference) {
                    kAllLayouts, std::size(kAllLayouts));
 }
 
+// Several long rows at the library's own thresholds, on 2 threads: two rows go a whole row per
+// thread, three are each shared between the threads.
+template <class T>
+void check_several_long_rows(Scan op, Rng& rng) {
+  for (const int64_t rows : {2, 3}) {
+    const Shape shape = {rows, 65536 + 3};
+    const std::vector<T> x = make_data<T>(op, rng, static_cast<std::size_t>(rows * (65536 + 3)));
+    for (const ScanOptions o : kAllOptions) {
+      const std::vector<T> got = run_scan(op, x, shape, 1, o, Layout::kSeparate);
+      expect_scan_matches(scan_what(op, cumulus::dtype_of<T>, shape, 1, o, Layout::kSeparate), op,
+                          x, shape, 1, o, got);
+    }
+  }
+}
+
+TEST(LongRows, SeveralRowsSharedOutOrEachShared) {
+  ASSERT_EQ(cumulus::detail::tuning().long_row, std::size_t{65536});
+  const ScopedThreads threads(2);
+  Rng rng(8103);
+  SCOPED_TRACE("seed 8103");
+  check_several_long_rows<float>(Scan::kSum, rng);
+  check_several_long_rows<float>(Scan::kProd, rng);
+  check_several_long_rows<int32_t>(Scan::kSum, rng);
+}
+
 // Real-size rows at the library's own thresholds: 2, 5 and 19 pieces of 2^15 elements, the last
 // over two rounds of 16; float32 in every attribute combination, the other floating types once.
 TEST(LongRows, FloatCumProdAtTheDefaultThresholds) {

@@ -329,7 +329,13 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
   // Rows and column tiles alike write a large output past the cache (long rows decide per row).
   const bool stream = x.data != y.data && bytes >= tuning.stream_bytes;
 
-  if (inner == 1 && length >= tuning.long_row) {
+  // Long rows share a row between the threads, unless there are enough of them (and they are
+  // long by the default's measure, whatever the tuning says) to give each thread whole rows
+  // evenly: then the rows path below, where no thread totals what another scans.
+  const std::size_t width = detail::parallel_width();
+  const bool whole_rows = length >= detail::Tuning{}.long_row && outer >= width &&
+                          (outer % width == 0 || outer >= 4 * width);
+  if (inner == 1 && length >= tuning.long_row && !whole_rows) {
     for (std::size_t o = 0; o < outer; ++o) {
       detail::scan_long_line(op, x.dtype, xb + o * slab * item, yb + o * slab * item, length,
                              options, nullptr, false);

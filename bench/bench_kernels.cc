@@ -4,12 +4,18 @@
 // Run: build/bench/bench_kernels [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "cumulus/ops.h"
@@ -70,10 +76,23 @@ void memcpy_threads_bench(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(2 * bytes));
 }
 
+// One word of every cache line of [p, p + n): what a block's total costs in memory traffic.
+uint64_t read_lines(const char* p, std::size_t n) {
+  uint64_t acc = 0;
+  for (std::size_t i = 0; i < n; i += cumulus::bench::kStreamAlign) {
+    uint64_t w;
+    std::memcpy(&w, p + i, sizeof w);
+    acc += w;
+  }
+  return acc;
+}
+
 // The streaming ceilings (streaming.h): `inputs` buffers of `bytes` each, added into one more with
 // non-temporal stores (one input: a copy, the ceiling of a scan of `bytes`; K: of a Sum of K
-// same-shape inputs), on the kernels' thread count, chunks taken from a shared counter.
-void ceiling_bench(benchmark::State& state, int inputs) {
+// same-shape inputs), on the kernels' thread count, chunks taken from a shared counter. With
+// `total_first`, a reduced kernel of a long row's look-back scan: each chunk is read once (its
+// total) before it is copied from the cache.
+void ceiling_bench(benchmark::State& state, int inputs, bool total_first) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
   const auto isa = cumulus::bench::best_stream_isa();
   constexpr std::size_t kPage = 4096;
@@ -93,8 +112,10 @@ void ceiling_bench(benchmark::State& state, int inputs) {
   char* dst = base.get() + stride * static_cast<std::size_t>(inputs);
   std::memset(dst, 0, bytes);  // so that the check after the runs sees the kernel's work
   cumulus::bench::StreamTeam team(cumulus::num_threads());
+  std::atomic<uint64_t> sink{0};
   for (auto _ : state) {
     team.run(bytes, [&](std::size_t begin, std::size_t end) {
+      if (total_first) sink.fetch_add(read_lines(src[0] + begin, end - begin));
       cumulus::bench::stream_add(isa, dst, src.data(), inputs, begin, end);
     });
     benchmark::ClobberMemory();
@@ -110,16 +131,20 @@ void ceiling_bench(benchmark::State& state, int inputs) {
 void register_ceilings() {
   constexpr int64_t kMiB = int64_t{1} << 20;
   for (int64_t bytes : {16 * kMiB, 256 * kMiB}) {
-    benchmark::RegisterBenchmark("Ceiling/copy_nt", ceiling_bench, 1)
+    benchmark::RegisterBenchmark("Ceiling/copy_nt", ceiling_bench, 1, false)
         ->Arg(bytes)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }
+  benchmark::RegisterBenchmark("Reduced/total_then_copy_nt", ceiling_bench, 1, true)
+      ->Arg(256 * kMiB)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
   for (int inputs : {2, 3, 8}) {
     for (int64_t bytes : {16 * kMiB, 64 * kMiB, 256 * kMiB}) {
       if ((inputs + 1) * bytes > 2 * kMaxBytesMoved) continue;
       benchmark::RegisterBenchmark(("Ceiling/sum_nt/x" + std::to_string(inputs)).c_str(),
-                                   ceiling_bench, inputs)
+                                   ceiling_bench, inputs, false)
           ->Arg(bytes)
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);
@@ -310,6 +335,135 @@ void register_sums() {
   }
 }
 
+// A workload given on the command line, for bench/compare.py --bounds: --case=OP:DTYPE:SHAPES:AXIS
+// (OP CumSum, CumProd or Sum; DTYPE as dtype_name gives it; SHAPES the inputs' shapes joined by
+// '+', each as 4x16384 or 'scalar'; AXIS for a scan), run on --case_threads=N threads (default
+// 1: one core's rate). Inputs are what `cumulus perf --input NAME=random:DIMS` makes, uniform
+// [-1, 1) for floating types and integers in [-100, 100], so that value-dependent paths (a
+// product that underflows, a carry far above its block) are the ones a perf run takes. Reported
+// in output elements per second.
+struct Case {
+  std::string text, op;
+  DType dtype = DType::kFloat32;
+  std::vector<Shape> shapes;
+  int64_t axis = 0;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t end; (end = s.find(sep, start)) != std::string::npos; start = end + 1) {
+    parts.push_back(s.substr(start, end - start));
+  }
+  parts.push_back(s.substr(start));
+  return parts;
+}
+
+Shape parse_case_shape(const std::string& text) {
+  Shape shape;
+  if (text == "scalar") return shape;
+  for (const std::string& d : split(text, 'x')) shape.push_back(std::stoll(d));
+  return shape;
+}
+
+// Throws std::invalid_argument (std::stoll's, or its own) on a malformed case.
+Case parse_case(const std::string& text) {
+  const std::vector<std::string> parts = split(text, ':');
+  if (parts.size() != 4 || (parts[0] != "CumSum" && parts[0] != "CumProd" && parts[0] != "Sum")) {
+    throw std::invalid_argument("expected OP:DTYPE:SHAPES:AXIS with OP CumSum, CumProd or Sum");
+  }
+  Case c{text, parts[0], DType::kFloat32, {}, 0};
+  const auto dtype = cumulus::dtype_from_name(parts[1]);
+  if (!dtype) throw std::invalid_argument("unknown dtype '" + parts[1] + "'");
+  c.dtype = *dtype;
+  for (const std::string& s : split(parts[2], '+')) c.shapes.push_back(parse_case_shape(s));
+  c.axis = std::stoll(parts[3]);
+  if (c.op != "Sum" && c.shapes.size() != 1) throw std::invalid_argument("a scan takes one shape");
+  return c;
+}
+
+Tensor case_tensor(DType dtype, Shape shape, std::mt19937_64& rng) {
+  Tensor t(dtype, std::move(shape));
+  cumulus::visit_dtype(dtype, [&]<class T>(T) {
+    T* p = t.data<T>();
+    if constexpr (std::is_integral_v<T>) {
+      std::uniform_int_distribution<int64_t> dist(std::is_signed_v<T> ? -100 : 0, 100);
+      for (int64_t i = 0; i < t.size(); ++i) p[i] = static_cast<T>(dist(rng));
+    } else {
+      std::uniform_real_distribution<double> dist(-1.0, 1.0);
+      for (int64_t i = 0; i < t.size(); ++i) p[i] = cumulus::from_double<T>(dist(rng));
+    }
+  });
+  return t;
+}
+
+void register_case(const Case& c, int threads) {
+  benchmark::RegisterBenchmark(("Case/" + c.text).c_str(), [c, threads](benchmark::State& state) {
+    std::mt19937_64 rng(1);
+    std::vector<Tensor> inputs;
+    for (const Shape& s : c.shapes) inputs.push_back(case_tensor(c.dtype, s, rng));
+    const std::vector<cumulus::ConstTensorView> views(inputs.begin(), inputs.end());
+    Tensor y(c.dtype, c.op == "Sum" ? cumulus::sum_shape(views) : c.shapes[0]);
+    const auto run = [&] {
+      if (c.op == "Sum") {
+        cumulus::sum(views, y.view());
+      } else if (c.op == "CumProd") {
+        cumulus::cumprod(views[0], c.axis, y.view());
+      } else {
+        cumulus::cumsum(views[0], c.axis, y.view());
+      }
+    };
+    const int before = cumulus::num_threads();
+    cumulus::set_num_threads(threads);
+    try {
+      run();  // untimed, so the output's pages are in before timing
+    } catch (const std::exception& e) {
+      cumulus::set_num_threads(before);
+      state.SkipWithError(e.what());
+      return;
+    }
+    for (auto _ : state) {
+      run();
+      benchmark::ClobberMemory();
+    }
+    cumulus::set_num_threads(before);
+    state.SetItemsProcessed(state.iterations() * y.size());
+    state.SetLabel(std::to_string(threads) + " threads");
+  })->UseRealTime();
+}
+
+// Takes --case=... and --case_threads=N out of argv (before Google Benchmark sees it) and registers
+// the cases; false (after a message) on a malformed one.
+bool register_cases(int& argc, char** argv) {
+  std::vector<std::string> texts;
+  int threads = 1;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.starts_with("--case=")) {
+      texts.emplace_back(arg.substr(7));
+    } else if (arg.starts_with("--case_threads=")) {
+      threads = std::atoi(argv[i] + 15);
+      if (threads < 1) {
+        std::fprintf(stderr, "bench_kernels: --case_threads must be a positive count\n");
+        return false;
+      }
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  for (const std::string& text : texts) {
+    try {
+      register_case(parse_case(text), threads);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_kernels: --case=%s: %s\n", text.c_str(), e.what());
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -331,6 +485,7 @@ int main(int argc, char** argv) {
   register_scans();
   register_sums();
   register_compute();
+  if (!register_cases(argc, argv)) return 2;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("cumulus_isa", std::string(cumulus::kernel_isa()));

@@ -430,6 +430,63 @@ def time_ceilings(args, exe: Path | None, w: Workload, shapes, iterations: int,
     return cells[0], cells[1]
 
 
+
+def last_level_cache_bytes() -> int:
+    """The size of cpu0's last-level cache (its highest cache index in sysfs), 8 MiB if unknown."""
+    sizes = []
+    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        try:
+            text = entry.read_text().strip()
+            sizes.append(int(text[:-1]) * {"K": 1 << 10, "M": 1 << 20}[text[-1]])
+        except (OSError, ValueError, KeyError, IndexError):
+            pass
+    return max(sizes, default=8 << 20)
+
+
+def in_cache_shapes(w: Workload, shapes: list[list[int]], budget: int) -> list[list[int]]:
+    """The workload cut down so that its inputs and output move at most `budget` bytes: leading
+    dimensions shrink first, so a row keeps its length (a 1-D scan gets shorter); a Sum's inputs of
+    the output's shape all shrink alike, its broadcast inputs (a row, a scalar) stay."""
+    out = output_shape(w, shapes)
+    full = [numel(s) == numel(out) for s in shapes] if w.op == "Sum" else [True]
+    elements = max(1, budget // (DTYPES[w.dtype][0] * (sum(full) + 1)))
+    cut = list(out)
+    for i in range(len(cut) - 1):
+        cut[i] = max(1, min(cut[i], elements // numel(cut[i + 1:])))
+    if len(cut) == 1:
+        cut[0] = max(1, min(cut[0], elements))
+    return [cut if f else s for s, f in zip(shapes, full)]
+
+
+def time_in_cache(args, w: Workload, shapes, cap: str | None) -> Cell:
+    """The same kernels on the same threads with the memory out of the way: bench_kernels --case
+    on a cut of the workload that fits half the last-level cache (in_cache_shapes), its rate
+    scaled to the whole workload as a time. ceiling ms / this time is the share of the ceiling
+    the kernel's own work (its arithmetic, its passes over the data, its hand-offs between
+    threads) allows; under 90%, that work, not the memory, is what bounds the row."""
+    if args.bounds is None:
+        return Cell(error="no --bounds")
+    small = in_cache_shapes(w, shapes, last_level_cache_bytes() // 2)
+    # The library names its types as PyTorch does (cumulus::dtype_name).
+    spec = (f"{w.op}:{DTYPES[w.dtype][4]}:"
+            + "+".join("x".join(map(str, s)) or "scalar" for s in small) + f":{w.axis}")
+    cmd = [str(args.bounds), f"--case={spec}", f"--case_threads={args.threads}",
+           "--benchmark_filter=^Case/", "--benchmark_format=json", "--benchmark_min_time=0.2",
+           "--benchmark_repetitions=3", "--benchmark_report_aggregates_only=true"]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=cumulus_env(cap), timeout=300)
+        rows = json.loads(r.stdout)["benchmarks"] if r.returncode == 0 else []
+    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
+        return Cell(error=f"in-cache run: {e}")
+    rates = [b["items_per_second"] for b in rows
+             if b.get("aggregate_name") == "median" and "items_per_second" in b]
+    if not rates:
+        msg = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
+        return Cell(error=f"in-cache run: {msg}")
+    return Cell(ms=numel(output_shape(w, shapes)) / rates[0] * 1e3,
+                extra={"case": spec, "per_s": rates[0]})
+
+
 def best_of(cells: list[Cell]) -> Cell:
     """The faster of the runs before and after cumulus (the memory bandwidth of a shared host
     drifts from minute to minute), with both times in extra["before_after_ms"]."""
@@ -538,10 +595,12 @@ def cumulus_runs(isa: str | None) -> list[tuple[str, str | None, str]]:
              f"cumulus {cap}" if cap else "cumulus") for i, cap in enumerate(caps)]
 
 
-def render(rows, runs, header_lines, notes) -> str:
+def render(rows, runs, header_lines, notes, bounds: bool) -> str:
     cols = ["workload", "MB moved", "ceiling ms", "memcpy ms"]
     for i, (_, _, label) in enumerate(runs):
         cols += [f"{label} ms", "% of ceiling" if i == 0 else f"{label} % of ceiling"]
+        if bounds:
+            cols.append(f"{label} in-cache cap")
     cols += (["cumulus GB/s", "% of memcpy"] + [f"{label} ms" for _, label in PEERS]
              + [f"vs {label}" for _, label in PEERS] + ["ORT via Node ms"])
     out = header_lines + ["", "| " + " | ".join(cols) + " |",
@@ -554,6 +613,8 @@ def render(rows, runs, header_lines, notes) -> str:
                 fmt_ms(ceiling), fmt_ms(cells.get("memcpy"))]
         for key, _, _ in runs:
             vals += [fmt_ms(cells.get(key)), fmt_ratio(ceiling, cells.get(key), percent=True)]
+            if bounds:
+                vals.append(fmt_ratio(ceiling, cells.get(f"{key}-cap"), percent=True))
         vals += [gbps, fmt_ratio(cells.get("memcpy"), cu, percent=True)]
         vals += [fmt_ms(cells.get(k)) for k, _ in PEERS]
         vals += [fmt_ratio(cells.get(k), cu) for k, _ in PEERS]
@@ -644,6 +705,10 @@ def main() -> int:
                     help="report the wall time of session.run seen from Node as the ORT time "
                          "(default: ONNX Runtime's own profiler time for the run, which leaves out "
                          "the Node binding's copy of the outputs into JavaScript buffers)")
+    ap.add_argument("--bounds", nargs="?", metavar="BENCH_KERNELS", const="",
+                    help="also time each cumulus run's kernels on a cut of the workload that fits "
+                         "the last-level cache (bench_kernels --case; default: bench/bench_kernels "
+                         "beside --cumulus): the share of the ceiling their own work allows")
     ap.add_argument("--wait-idle", type=float, default=120.0, metavar="SECONDS",
                     help="before each workload, wait up to SECONDS for other processes to use "
                          "less than 0.25 CPUs (default 120; 0 to not wait)")
@@ -651,6 +716,13 @@ def main() -> int:
     args = ap.parse_args()
     if args.worker:
         return worker_main(args.worker)
+    if args.bounds is not None:
+        args.bounds = Path(args.bounds) if args.bounds else (
+            args.cumulus.parent / "bench" / "bench_kernels")
+    if args.bounds is not None and not args.bounds.exists():
+        print(f"error: {args.bounds} does not exist; build bench_kernels (see bench/README.md)",
+              file=sys.stderr)
+        return 1
 
     if args.build:
         subprocess.run(["cmake", "--build", str(args.cumulus.parent), "--target", "cumulus"],
@@ -666,7 +738,8 @@ def main() -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     timer_exe = None if "ceiling" in args.skip else build_stream_timer(args.workdir)
     runs = cumulus_runs(args.isa)
-    labels = dict(BASE_LABELS, **{key: label for key, _, label in runs})
+    labels = dict(BASE_LABELS, **{key: label for key, _, label in runs},
+                  **{f"{key}-cap": f"{label} in cache" for key, _, label in runs})
     workloads = [w for w in WORKLOADS
                  if not args.only or any(s.lower() in w.key.lower()
                                          or s.lower() in w.label(args.quick).lower()
@@ -720,6 +793,9 @@ def main() -> int:
             memcpy = cells["memcpy"]
             cells["ceiling"] = Cell(ms=memcpy.ms, error=memcpy.error,
                                     extra=dict(memcpy.extra, kind="memcpy"))
+        if args.bounds is not None and not w.small:
+            for key, cap, _ in runs:
+                cells[f"{key}-cap"] = time_in_cache(args, w, shapes, cap)
         if "ort" not in args.skip:
             cells["ort"] = time_ort(args, w, shapes, model, iterations, warmup)
         for kind in ("numpy", "torch"):
@@ -774,7 +850,14 @@ def main() -> int:
         + "% of ceiling = ceiling ms / cumulus ms; % of memcpy = memcpy ms / cumulus ms; "
         "vs X = X ms / cumulus ms (above 1x: cumulus is faster)",
     ]
-    table = render(rows, runs, header, notes)
+    if args.bounds is not None:
+        header.append(
+            "- in-cache cap: ceiling ms / the time of the same kernels on the same threads with "
+            "the working set in the last-level cache (bench_kernels --case on a cut of the "
+            f"workload moving at most {last_level_cache_bytes() // 2 >> 20} MiB, leading "
+            "dimensions shrunk first), scaled to the whole workload: the share of the ceiling "
+            "the kernels' own work allows; under 90%, that work bounds the row, not the memory")
+    table = render(rows, runs, header, notes, args.bounds is not None)
     sys.stdout.write(table)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

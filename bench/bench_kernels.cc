@@ -89,19 +89,27 @@ uint64_t read_lines(const char* p, std::size_t n) {
 
 // The streaming ceilings (streaming.h): `inputs` buffers of `bytes` each, added into one more with
 // non-temporal stores (one input: a copy, the ceiling of a scan of `bytes`; K: of a Sum of K
-// same-shape inputs), on the kernels' thread count, chunks taken from a shared counter. With
-// `total_first`, a reduced kernel of a long row's look-back scan: each chunk is read once (its
-// total) before it is copied from the cache.
-void ceiling_bench(benchmark::State& state, int inputs, bool total_first) {
+// same-shape inputs), on the kernels' thread count, chunks taken from a shared counter. Two
+// reduced kernels change one thing each: kTotalFirst has a long row's look-back traffic (each
+// chunk read once, its total, before it is copied from the cache); kHugeAligned places the
+// buffers a multiple of 2 MiB apart, as the library's large tensors are, so that every stream's
+// lines share their cache sets.
+enum class Pattern { kCeiling, kTotalFirst, kHugeAligned };
+void ceiling_bench(benchmark::State& state, int inputs, Pattern pattern) {
+  const bool total_first = pattern == Pattern::kTotalFirst;
   const auto bytes = static_cast<std::size_t>(state.range(0));
   const auto isa = cumulus::bench::best_stream_isa();
   constexpr std::size_t kPage = 4096;
-  const std::size_t stride = cumulus::bench::stream_stride(bytes);
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  const std::size_t stride = pattern == Pattern::kHugeAligned
+                                 ? (bytes + kHuge - 1) / kHuge * kHuge
+                                 : cumulus::bench::stream_stride(bytes);
   // aligned_alloc takes whole multiples of the alignment.
+  const std::size_t align = pattern == Pattern::kHugeAligned ? kHuge : kPage;
   const std::size_t region =
-      (stride * static_cast<std::size_t>(inputs + 1) + kPage - 1) / kPage * kPage;
+      (stride * static_cast<std::size_t>(inputs + 1) + align - 1) / align * align;
   const std::unique_ptr<char, decltype(&std::free)> base(
-      static_cast<char*>(std::aligned_alloc(kPage, region)), &std::free);
+      static_cast<char*>(std::aligned_alloc(align, region)), &std::free);
   if (!base) {
     state.SkipWithError("cannot allocate the buffers");
     return;
@@ -131,12 +139,12 @@ void ceiling_bench(benchmark::State& state, int inputs, bool total_first) {
 void register_ceilings() {
   constexpr int64_t kMiB = int64_t{1} << 20;
   for (int64_t bytes : {16 * kMiB, 256 * kMiB}) {
-    benchmark::RegisterBenchmark("Ceiling/copy_nt", ceiling_bench, 1, false)
+    benchmark::RegisterBenchmark("Ceiling/copy_nt", ceiling_bench, 1, Pattern::kCeiling)
         ->Arg(bytes)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }
-  benchmark::RegisterBenchmark("Reduced/total_then_copy_nt", ceiling_bench, 1, true)
+  benchmark::RegisterBenchmark("Reduced/total_then_copy_nt", ceiling_bench, 1, Pattern::kTotalFirst)
       ->Arg(256 * kMiB)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
@@ -144,11 +152,17 @@ void register_ceilings() {
     for (int64_t bytes : {16 * kMiB, 64 * kMiB, 256 * kMiB}) {
       if ((inputs + 1) * bytes > 2 * kMaxBytesMoved) continue;
       benchmark::RegisterBenchmark(("Ceiling/sum_nt/x" + std::to_string(inputs)).c_str(),
-                                   ceiling_bench, inputs, false)
+                                   ceiling_bench, inputs, Pattern::kCeiling)
           ->Arg(bytes)
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);
     }
+    // The Sums' own placement, against the row above of 64 MiB.
+    benchmark::RegisterBenchmark(("Reduced/sum_nt_2mib_apart/x" + std::to_string(inputs)).c_str(),
+                                 ceiling_bench, inputs, Pattern::kHugeAligned)
+        ->Arg(64 * kMiB)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
   }
 }
 

@@ -30,10 +30,9 @@ inline constexpr std::size_t kProductSpan = 4096;
 // rows, two threads: 33 ms without, 27 with 4 KiB, 24 with 8 and with 16 KiB). Timing only:
 // results never depend on it.
 inline constexpr std::ptrdiff_t kPrefetchBytes = 8192;
-// The most inputs a Sum asks ahead for: kPrefetchBytes ahead in each of more streams would not
-// fit a 32 KiB L1, and large tensors are 2 MiB-aligned, so the streams' lines share cache sets
-// and the lines asked for evicted those in use (Sum of 8 x [1024,16384] float32, two threads:
-// 25-37 ms prefetching, 18-23 ms not; 5 and 6 inputs 1.1-1.3x faster not; 3 inputs alike).
+// The most inputs a Sum asks ahead for: kPrefetchBytes ahead in each of more streams is more
+// than a 32 KiB L1 holds (Sum of 8 x [1024,16384] float32, two threads: 25-37 ms prefetching,
+// 18-23 ms not; 5 and 6 inputs 1.1-1.3x faster not; 3 inputs alike). Timing only.
 inline constexpr std::size_t kPrefetchStreams = 4;
 
 // The most lanes of any vector: 32-bit integers in AVX-512.

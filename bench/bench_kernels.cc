@@ -15,10 +15,10 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 #include "cumulus/ops.h"
+#include "random_fill.h"
 #include "streaming.h"
 
 namespace {
@@ -398,16 +398,7 @@ Case parse_case(const std::string& text) {
 
 Tensor case_tensor(DType dtype, Shape shape, std::mt19937_64& rng) {
   Tensor t(dtype, std::move(shape));
-  cumulus::visit_dtype(dtype, [&]<class T>(T) {
-    T* p = t.data<T>();
-    if constexpr (std::is_integral_v<T>) {
-      std::uniform_int_distribution<int64_t> dist(std::is_signed_v<T> ? -100 : 0, 100);
-      for (int64_t i = 0; i < t.size(); ++i) p[i] = static_cast<T>(dist(rng));
-    } else {
-      std::uniform_real_distribution<double> dist(-1.0, 1.0);
-      for (int64_t i = 0; i < t.size(); ++i) p[i] = cumulus::from_double<T>(dist(rng));
-    }
-  });
+  cumulus::cli::fill_random(t, dtype, rng);
   return t;
 }
 

@@ -19,6 +19,7 @@
 
 #include "cumulus/onnx.h"
 #include "format.h"
+#include "random_fill.h"
 #include "scan_command.h"
 
 namespace cumulus::cli {
@@ -116,16 +117,7 @@ Tensor random_tensor(const std::string& input, DType dtype, Shape shape, std::mt
       fail(e.code(), "input '{}': {}", input, e.what());
     }
   }();
-  visit_dtype(dtype, [&]<class T>(T) {
-    T* p = t.data<T>();
-    if constexpr (std::is_integral_v<T>) {
-      std::uniform_int_distribution<int64_t> dist(std::is_signed_v<T> ? -100 : 0, 100);
-      for (int64_t i = 0; i < t.size(); ++i) p[i] = static_cast<T>(dist(rng));
-    } else {
-      std::uniform_real_distribution<double> dist(-1.0, 1.0);
-      for (int64_t i = 0; i < t.size(); ++i) p[i] = from_double<T>(dist(rng));
-    }
-  });
+  fill_random(t, dtype, rng);
   return t;
 }
 

@@ -1,7 +1,7 @@
 // Google Benchmark over the kernel API: every operator x dtype x layout, from in-cache sizes to
 // 512 MB moved, reported in bytes per second (input plus output) next to a memcpy of the same
 // bytes and the streaming ceilings (Ceiling/...) in the same process.
-// Run: build/bench/bench_kernels [--benchmark_filter=...]
+// Run: build/bench/bench_kernels [--benchmark_filter=...] [--case=OP:DTYPE:SHAPES:AXIS ...]
 #include <benchmark/benchmark.h>
 
 #include <atomic>
@@ -352,10 +352,8 @@ void register_sums() {
 // A workload given on the command line, for bench/compare.py --bounds: --case=OP:DTYPE:SHAPES:AXIS
 // (OP CumSum, CumProd or Sum; DTYPE as dtype_name gives it; SHAPES the inputs' shapes joined by
 // '+', each as 4x16384 or 'scalar'; AXIS for a scan), run on --case_threads=N threads (default
-// 1: one core's rate). Inputs are what `cumulus perf --input NAME=random:DIMS` makes, uniform
-// [-1, 1) for floating types and integers in [-100, 100], so that value-dependent paths (a
-// product that underflows, a carry far above its block) are the ones a perf run takes. Reported
-// in output elements per second.
+// 1: one core's rate), over inputs as `cumulus perf --input NAME=random:DIMS` makes them
+// (random_fill.h). Reported in output elements per second.
 struct Case {
   std::string text, op;
   DType dtype = DType::kFloat32;

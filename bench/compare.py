@@ -430,7 +430,6 @@ def time_ceilings(args, exe: Path | None, w: Workload, shapes, iterations: int,
     return cells[0], cells[1]
 
 
-
 def last_level_cache_bytes() -> int:
     """The size of cpu0's last-level cache (its highest cache index in sysfs), 8 MiB if unknown."""
     sizes = []

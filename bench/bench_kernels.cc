@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -18,7 +19,7 @@
 #include <vector>
 
 #include "cumulus/ops.h"
-#include "random_fill.h"
+#include "random_input.h"
 #include "streaming.h"
 
 namespace {
@@ -353,7 +354,7 @@ void register_sums() {
 // (OP CumSum, CumProd or Sum; DTYPE as dtype_name gives it; SHAPES the inputs' shapes joined by
 // '+', each as 4x16384 or 'scalar'; AXIS for a scan), run on --case_threads=N threads (default
 // 1: one core's rate), over inputs as `cumulus perf --input NAME=random:DIMS` makes them
-// (random_fill.h). Reported in output elements per second.
+// (random_input.h). Reported in output elements per second.
 struct Case {
   std::string text, op;
   DType dtype = DType::kFloat32;
@@ -371,13 +372,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return parts;
 }
 
-Shape parse_case_shape(const std::string& text) {
-  Shape shape;
-  if (text == "scalar") return shape;
-  for (const std::string& d : split(text, 'x')) shape.push_back(std::stoll(d));
-  return shape;
-}
-
 // Throws std::invalid_argument (std::stoll's, or its own) on a malformed case.
 Case parse_case(const std::string& text) {
   const std::vector<std::string> parts = split(text, ':');
@@ -388,7 +382,11 @@ Case parse_case(const std::string& text) {
   const auto dtype = cumulus::dtype_from_name(parts[1]);
   if (!dtype) throw std::invalid_argument("unknown dtype '" + parts[1] + "'");
   c.dtype = *dtype;
-  for (const std::string& s : split(parts[2], '+')) c.shapes.push_back(parse_case_shape(s));
+  for (const std::string& s : split(parts[2], '+')) {
+    const std::optional<Shape> shape = cumulus::cli::dims_from_text(s);
+    if (!shape) throw std::invalid_argument("'" + s + "' is not a shape like 4x16384 or 'scalar'");
+    c.shapes.push_back(*shape);
+  }
   c.axis = std::stoll(parts[3]);
   if (c.op != "Sum" && c.shapes.size() != 1) throw std::invalid_argument("a scan takes one shape");
   return c;
@@ -396,7 +394,7 @@ Case parse_case(const std::string& text) {
 
 Tensor case_tensor(DType dtype, Shape shape, std::mt19937_64& rng) {
   Tensor t(dtype, std::move(shape));
-  cumulus::cli::fill_random(t, dtype, rng);
+  cumulus::cli::fill_random(t, rng);
   return t;
 }
 

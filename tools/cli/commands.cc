@@ -19,7 +19,7 @@
 
 #include "cumulus/onnx.h"
 #include "format.h"
-#include "random_fill.h"
+#include "random_input.h"
 #include "scan_command.h"
 
 namespace cumulus::cli {
@@ -88,24 +88,9 @@ DType declared_dtype(const ValueInfo& in, std::string_view spec) {
 }
 
 Shape parse_dims(std::string_view text, std::string_view spec) {
-  Shape shape;
-  if (text == "scalar") return shape;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t end = std::min(text.find('x', start), text.size());
-    const std::string_view part = text.substr(start, end - start);
-    int64_t d = -1;
-    const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), d);
-    if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || d < 0) {
-      throw UsageError(
-          fmt::format("--input {}: '{}' is not a list of dimensions like 4096x16384 (or 'scalar')",
-                      spec, text));
-    }
-    shape.push_back(d);
-    if (end == text.size()) break;
-    start = end + 1;
-  }
-  return shape;
+  if (std::optional<Shape> shape = dims_from_text(text)) return *shape;
+  throw UsageError(fmt::format(
+      "--input {}: '{}' is not a list of dimensions like 4096x16384 (or 'scalar')", spec, text));
 }
 
 Tensor random_tensor(const std::string& input, DType dtype, Shape shape, std::mt19937_64& rng) {
@@ -117,7 +102,7 @@ Tensor random_tensor(const std::string& input, DType dtype, Shape shape, std::mt
       fail(e.code(), "input '{}': {}", input, e.what());
     }
   }();
-  fill_random(t, dtype, rng);
+  fill_random(t, rng);
   return t;
 }
 

@@ -293,6 +293,22 @@ TEST(ExactShort, TiesFloat16) {
   }
 }
 
+// Groups whose every row just misses the bound that proves the plain double sums exact: rows of
+// eight terms from 1 + 2^-23 to 2^29, whose sum 2^31 + 2^7 + 2^-23 needs 55 bits. In double it
+// rounds to 2^31 + 2^7, a tie that float rounds to even (2^31); the answer is 2^31 + 2^8. A bound
+// that forgot the row's length would take every group for exact.
+TEST(ExactShort, JustOutsideTheBoundFloat) {
+  const std::vector<double> row = {0x1p29, 0x1p29, 0x1p29, 0x1p29, 127, 1 + 0x1p-23, 0, 0};
+  for (const std::size_t length : {std::size_t{8}, std::size_t{16}}) {
+    std::vector<float> x;
+    while (x.size() < 2 * 512) {
+      for (const double v : row) x.push_back(static_cast<float>(v));
+      x.resize(x.size() + length - row.size(), 0.0f);
+    }
+    check_kernel(x, length, "just outside the bound");
+  }
+}
+
 // Exact zeros: -0 only while a row's terms are all -0, whatever its neighbours hold; an
 // exclusive scan's first output is +0.
 template <class T>
@@ -307,8 +323,14 @@ void zeros() {
   check_kernel(of_all<T>(flat), 4, "zeros");
   check_kernel(of_all<T>(flat), 2, "zeros in pairs");
   check_kernel(of_all<T>(flat), 1, "zeros alone");
+  // The same rows over more than a group, so that whole groups of them go through the vector
+  // tables' registers too.
+  std::vector<double> many;
+  for (int k = 0; k < 16; ++k) many.insert(many.end(), flat.begin(), flat.end());
+  check_kernel(of_all<T>(many), 4, "many zeros");
+  check_kernel(of_all<T>(many), 2, "many zeros in pairs");
   // A group of all -0 rows but one +0 in its last row.
-  for (const std::size_t length : {3, 8, 32, 64}) {
+  for (const std::size_t length : {2, 3, 4, 8, 16, 32, 64}) {
     std::vector<T> x(3 * 512, of<T>(-0.0));
     x.resize(x.size() / length * length);
     x[x.size() - 2] = of<T>(0.0);

@@ -378,3 +378,40 @@ TEST(ExactShort, SpecialsFloat16) { specials<Float16>(); }
 TEST(ExactShort, SpecialsBFloat16) { specials<BFloat16>(); }
 
 }  // namespace
+
+// float64 rows longer than the group path's, of a multiple of eight terms: eight at a time,
+// transposed. Uniform rows, one row of a batch of eight that no pair holds (large terms cancelling
+// around small ones) starting in its first, a middle or its last tile of eight, an infinity or a
+// NaN there, and rows of -0 with a +0, a NaN or an infinity; 8, 9 and 17 rows (a batch and a row or
+// more left over).
+TEST(ExactShort, TiledRowsDouble) {
+  std::mt19937_64 rng(20261203);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  for (const std::size_t length : {72, 128, 200, 1024}) {
+    for (const std::size_t rows : {8, 9, 17}) {
+      std::vector<double> x(rows * length);
+      for (double& e : x) e = uniform(rng);
+      check_kernel(x, length, "uniform tiled rows");
+      for (const std::size_t at : {std::size_t{0}, length / 2, length - 5}) {
+        for (const std::vector<double>& special :
+             {std::vector<double>{0x1p100, 1, 0x1p-100, -0x1p100, -1},
+              std::vector<double>{kInf, 2, -kInf}, std::vector<double>{std::nan("")}}) {
+          std::vector<double> y = x;
+          const std::size_t row = rows > 8 ? 8 : 3;  // in the leftover rows, or a batch's
+          for (std::size_t k = 0; k < special.size() && at + k < length; ++k) {
+            y[row * length + at + k] = special[k];
+            y[1 * length + at + k] = special[k];
+          }
+          check_kernel(y, length, "tiled rows, special from term " + std::to_string(at));
+        }
+      }
+      // -0 rows, one with a +0, others with a NaN or an infinity past their first tile: an
+      // exclusive output there is the -0 before it.
+      std::vector<double> zeros(rows * length, -0.0);
+      zeros[2 * length + length / 2] = 0.0;
+      zeros[5 * length + length / 2 + 3] = std::nan("");
+      zeros[6 * length + length - 9] = -kInf;
+      check_kernel(zeros, length, "tiled -0 rows, one +0, a NaN, an infinity");
+    }
+  }
+}

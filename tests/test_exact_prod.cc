@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -377,11 +378,16 @@ TYPED_TEST(ExactProd, TotalsIdenticalAcrossTables) {
 }
 
 // The ops layer takes floating CumProd's totals span by span, whatever the tuning's piece (one
-// span, or several in one piece): the span is the kernels' evaluation order. A table that records
-// the lengths its total() is asked for sees the cut.
+// span, or several in one piece) and whether a long row is scanned in place (pieces in rounds) or
+// not (a segment per thread): the span is the kernels' evaluation order. A table that records the
+// lengths its total() is asked for sees the cut.
+std::mutex g_total_mutex;
 std::vector<std::size_t> g_total_lengths;
 cumulus::detail::Carry recording_total(const void* x, std::size_t n) noexcept {
-  g_total_lengths.push_back(n);
+  {
+    const std::lock_guard lock(g_total_mutex);
+    g_total_lengths.push_back(n);
+  }
   return cumulus::detail::scalar_kernels().cumprod[static_cast<int>(DType::kFloat32)].total(x, n);
 }
 TEST(ExactProdPieces, LongRowsAreCutIntoSpans) {
@@ -389,26 +395,37 @@ TEST(ExactProdPieces, LongRowsAreCutIntoSpans) {
   KernelTable recording = cumulus::detail::scalar_kernels();
   recording.cumprod[static_cast<int>(DType::kFloat32)].total = &recording_total;
   Rng rng(3);
-  const std::vector<float> x = make_terms<float>(Pattern::kNearOne, rng, 3 * kSpan + 5);
-  const Shape row = {static_cast<int64_t>(x.size())};
-  for (std::size_t piece : {std::size_t{37}, 2 * kSpan + 1}) {
-    Tuning t;
-    t.long_row = 1;
-    t.piece = piece;
-    t.pieces_per_round = 2;
-    t.table = &recording;
-    g_total_lengths.clear();
-    std::vector<float> split;
-    {
-      const ScopedTuning s(t);
-      const ScopedThreads one(1);  // the recording is not thread-safe
-      split = cumprod(x, row, {});
+  for (const bool in_place : {true, false}) {
+    // In place, one thread totals every span of the row; else, with three threads, the first two
+    // segments are totalled (whole spans), the last one is not.
+    const std::size_t spans = in_place ? 3 : 12;
+    const std::vector<float> x = make_terms<float>(Pattern::kNearOne, rng, spans * kSpan + 5);
+    const Shape row = {static_cast<int64_t>(x.size())};
+    for (std::size_t piece : {std::size_t{37}, 2 * kSpan + 1}) {
+      Tuning t;
+      t.long_row = 1;
+      t.piece = piece;
+      t.pieces_per_round = 2;
+      t.table = &recording;
+      g_total_lengths.clear();
+      std::vector<float> split;
+      {
+        const ScopedTuning s(t);
+        const ScopedThreads threads(in_place ? 1 : 3);
+        split = cumprod(x, row, {}, in_place);
+      }
+      if (in_place) {
+        EXPECT_EQ(g_total_lengths, (std::vector<std::size_t>{kSpan, kSpan, kSpan, 5})) << piece;
+      } else {
+        EXPECT_GE(g_total_lengths.size(), 2U) << piece;
+        EXPECT_LT(g_total_lengths.size(), spans) << piece;
+        for (const std::size_t n : g_total_lengths) EXPECT_EQ(n, kSpan) << piece;
+      }
+      Tuning whole;
+      whole.table = &cumulus::detail::scalar_kernels();
+      const ScopedTuning s(whole);
+      EXPECT_TRUE(same_bits(split, cumprod(x, row, {}))) << piece << " in place " << in_place;
     }
-    EXPECT_EQ(g_total_lengths, (std::vector<std::size_t>{kSpan, kSpan, kSpan, 5})) << piece;
-    Tuning whole;
-    whole.table = &cumulus::detail::scalar_kernels();
-    const ScopedTuning s(whole);
-    EXPECT_TRUE(same_bits(split, cumprod(x, row, {}))) << piece;
   }
 }
 
@@ -471,6 +488,38 @@ TYPED_TEST(ExactProd, BitsIdenticalEverywhere) {
         }
       }
       EXPECT_EQ(differences, 0);
+    }
+  }
+}
+
+// A long row not in place goes a segment per thread, each thread folding the previous segment's
+// span totals into the carry the thread before it publishes (a list of them where that carry comes
+// later). Rows of 40 spans, so segments after the first hold several spans whatever the cut
+// (pieces of 8 spans, the default, or of 2): the same bits as one thread.
+TYPED_TEST(ExactProd, SegmentsPerThreadFoldSpansInOrder) {
+  using T = TypeParam;
+  Rng rng(41);
+  constexpr std::size_t kSpan = cumulus::detail::kProductSpan;
+  Tuning pieces8;
+  pieces8.long_row = 1;
+  Tuning pieces2;
+  pieces2.long_row = 1;
+  pieces2.piece = 2 * kSpan;
+  const std::vector<T> x = make_terms<T>(Pattern::kExcursions, rng, 40 * kSpan + 333);
+  const Shape row = {static_cast<int64_t>(x.size())};
+  for (ScanOptions o : {ScanOptions{false, false}, ScanOptions{true, true}}) {
+    std::vector<T> want;
+    {
+      const ScopedThreads one(1);
+      want = cumprod(x, row, o);
+    }
+    for (Tuning t : {pieces8, pieces2}) {
+      for (int threads : {2, 3, 4, 8}) {
+        const ScopedTuning s(t);
+        const ScopedThreads th(threads);
+        EXPECT_TRUE(same_bits(cumprod(x, row, o), want))
+            << mode_name(o) << ", piece " << t.piece << ", " << threads << " threads";
+      }
     }
   }
 }

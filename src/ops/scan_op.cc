@@ -93,7 +93,8 @@ constexpr std::size_t kMaxSpansPerPiece = 8;
 // tuning alone, never on the number of threads, so neither do the results. A piece's total is
 // taken in units of `unit` elements (a whole piece, but for floating CumProd, whose chain of
 // spans a piece's scan continues span by span), combined one unit at a time. Returns the carry
-// after the row: `before` (null: nothing) with every unit added.
+// after the row: `before` (null: nothing) with every unit added. Long rows scanned in place take
+// it (scan_split_row would read a segment's terms after another thread's scan overwrote them).
 detail::Carry scan_long_row(const detail::ScanKernels& kernel, const detail::Tuning& tuning,
                             std::size_t piece_length, std::size_t unit, const std::byte* x,
                             std::byte* y, std::size_t length, std::size_t item, ScanOptions options,
@@ -144,64 +145,93 @@ detail::Carry scan_long_row(const detail::ScanKernels& kernel, const detail::Tun
   return running;
 }
 
-// A long row whose carries have one value however it is cut (CumSum: an exact sum, or integers
-// wrapping; integer CumProd), not in place, cut once into a segment per thread and read from memory
-// once: thread 0 scans the first segment (in scan order) from `before`; thread t > 0 totals segment
-// t - 1, which thread t - 1 scans beside it, waits for the totals before that one and scans
-// segment t from their sum. A total costs about half a scan (float32, two threads: 0.37 against
-// 0.7 ns an element, each thread's memory traffic included), so the first segment is twice as
-// long as the others and the threads finish together. The cut depends on the number of threads
-// and the results cannot: every cut gives carries of the same value. Segments start at
-// multiples of the tuning's piece. Returns the carry after the row where `carry_after`.
+// A long row, not in place, cut once into a segment per thread and read from memory once: thread
+// 0 scans the first segment (in scan order) from `before`; thread t > 0 totals segment t - 1, which
+// thread t - 1 scans beside it, in units of `unit` elements, folds those totals one by one into the
+// carry before segment t - 1 (as thread t - 1 publishes it) and scans segment t from the result.
+// The carries are the same folds of the same units' totals as one pass's (the units of a floating
+// CumProd are its spans, whose chain the scans continue; any other scan's carries have one value
+// however the row is cut), so the cut, which depends on the number of threads, cannot change the
+// bits. A segment's total costs `total_share` of its scan, so each segment is shorter than the one
+// before by that share of it and the threads finish together (two threads, `total_share` 1/2: the
+// first segment twice as long as the second). Segments start at multiples of `align`, a multiple of
+// `unit` unless the unit is the whole segment (unit 0). Returns the carry after the row where
+// `carry_after`.
 std::optional<detail::Carry> scan_split_row(const detail::ScanKernels& kernel,
-                                            const detail::Tuning& tuning, const std::byte* x,
-                                            std::byte* y, std::size_t length, std::size_t item,
-                                            ScanOptions options, const detail::Carry* before,
-                                            bool carry_after) {
-  const std::size_t piece = tuning.piece;
+                                            const detail::Tuning& tuning, std::size_t align,
+                                            std::size_t unit, double total_share,
+                                            const std::byte* x, std::byte* y, std::size_t length,
+                                            std::size_t item, ScanOptions options,
+                                            const detail::Carry* before, bool carry_after) {
   const std::size_t width =
-      std::clamp<std::size_t>(std::min(detail::parallel_width(), length / piece), 1, length);
-  // Segment t: [cut[t], cut[t + 1]) elements into the scan.
+      std::clamp<std::size_t>(std::min(detail::parallel_width(), length / align), 1, length);
+  // Segment t: [cut[t], cut[t + 1]) elements into the scan, in the proportions 1, 1 - share,
+  // 1 - share * (1 - share), ...
+  std::vector<double> weight(width, 1.0);
+  for (std::size_t t = 1; t < width; ++t) weight[t] = 1.0 - total_share * weight[t - 1];
+  double whole = 0;
+  for (const double w : weight) whole += w;
   std::vector<std::size_t> cut(width + 1, length);
   cut[0] = 0;
-  for (std::size_t t = 1; t < width; ++t) cut[t] = (t + 1) * length / (width + 1) / piece * piece;
-  const auto part = [&](std::size_t t) {
-    const std::size_t n = cut[t + 1] - cut[t];
-    return std::pair{options.reverse ? length - cut[t + 1] : cut[t], n};
+  double so_far = 0;
+  for (std::size_t t = 1; t < width; ++t) {
+    so_far += weight[t - 1];
+    const auto at = static_cast<std::size_t>(static_cast<double>(length) * (so_far / whole));
+    cut[t] = std::clamp(at / align * align, cut[t - 1], length);
+  }
+  const auto part = [&](std::size_t from_start, std::size_t n) {
+    return std::pair{options.reverse ? length - from_start - n : from_start, n};
+  };
+  // Calls `take` with the totals of segment t's units in scan order.
+  const auto each_total = [&](std::size_t t, const auto& take) {
+    const std::size_t size = unit == 0 ? cut[t + 1] - cut[t] : unit;
+    for (std::size_t from = cut[t]; from < cut[t + 1]; from += size) {
+      const auto [start, n] = part(from, std::min(size, cut[t + 1] - from));
+      take(kernel.total(x + start * item, n));
+    }
   };
   const bool stream = x != y && length * item >= tuning.stream_bytes;
-  std::vector<detail::Carry> totals(width);
+  // carries[t]: everything before segment t (where has[t]; else nothing), published by ready[t].
+  std::vector<detail::Carry> carries(width);
+  std::vector<char> has(width, 0);
   std::vector<std::atomic<bool>> ready(width);
-  // The carry before segment t: `before` and the totals of the segments before t.
-  const auto carry_before = [&](std::size_t t, detail::Carry& carry) {
-    bool fresh = before == nullptr;
-    if (!fresh) carry = *before;
-    for (std::size_t j = 0; j < t; ++j) {
-      ready[j].wait(false, std::memory_order_acquire);
-      carry = fresh ? totals[j] : kernel.combine(carry, totals[j]);
-      fresh = false;
-    }
-    return !fresh;
+  if (before != nullptr) carries[0] = *before;
+  has[0] = before != nullptr;
+  ready[0].store(true, std::memory_order_relaxed);
+  // Folds `total` into the carry of segment t.
+  const auto fold = [&](std::size_t t) {
+    return [&, t](const detail::Carry& total) {
+      carries[t] = has[t] ? kernel.combine(carries[t], total) : total;
+      has[t] = 1;
+    };
   };
   std::optional<detail::Carry> after;
   detail::parallel_for(width, 1, [&](std::size_t begin, std::size_t end) {
     for (std::size_t t = begin; t < end; ++t) {
       if (t > 0) {
-        const auto [start, n] = part(t - 1);
-        totals[t - 1] = kernel.total(x + start * item, n);
-        ready[t - 1].store(true, std::memory_order_release);
-        ready[t - 1].notify_all();
+        // The units' totals go straight into the carry where the one before segment t - 1 is
+        // known (always for t == 1); else they wait in a list for it.
+        std::vector<detail::Carry> waiting;
+        const bool known = ready[t - 1].load(std::memory_order_acquire);
+        if (!known)
+          each_total(t - 1, [&](const detail::Carry& total) { waiting.push_back(total); });
+        ready[t - 1].wait(false, std::memory_order_acquire);
+        carries[t] = carries[t - 1];
+        has[t] = has[t - 1];
+        if (known) each_total(t - 1, fold(t));
+        std::ranges::for_each(waiting, fold(t));
+        ready[t].store(true, std::memory_order_release);
+        ready[t].notify_all();
       }
-      detail::Carry carry;
-      const bool carried = carry_before(t, carry);
-      const auto [start, n] = part(t);
-      kernel.rows({x + start * item, y + start * item, 1, n, options.exclusive, options.reverse,
-                   carried ? &carry : nullptr, stream});
+      const auto [start, n] = part(cut[t], cut[t + 1] - cut[t]);
+      if (n > 0)
+        kernel.rows({x + start * item, y + start * item, 1, n, options.exclusive, options.reverse,
+                     has[t] ? &carries[t] : nullptr, stream});
       if (carry_after && t + 1 == width) {
         // The row kernel does not return the carry after it, so the last segment's terms are
-        // read again (chunked scans only).
-        const detail::Carry total = kernel.total(x + start * item, n);
-        after = carried ? kernel.combine(carry, total) : total;
+        // read again (chunked scans only); carries[t] is this thread's alone now.
+        each_total(t, fold(t));
+        after = carries[t];
       }
     }
   });
@@ -295,13 +325,17 @@ std::optional<Carry> scan_long_line(OpKind op, DType dtype, const std::byte* x, 
         scan_lookback_row(kernel, tuning, x, y, length, dtype_size(dtype), options, start);
     return carry_after ? std::optional{after} : std::nullopt;
   }
-  if (!spans && x != y) {  // in place, a segment's scan would overwrite what its total reads
-    return scan_split_row(kernel, tuning, x, y, length, dtype_size(dtype), options, start,
-                          carry_after);
-  }
   const std::size_t unit = spans ? kProductSpan : tuning.piece;
   const std::size_t piece =
       spans ? std::clamp<std::size_t>(tuning.piece / unit, 1, kMaxSpansPerPiece) * unit : unit;
+  if (x != y) {  // in place, a segment's scan would overwrite what its total reads
+    // A total's cost over its scan's, each read from memory, two threads, as measured on a Zen 5
+    // (`cumulus perf`, medians of 5-7, both instruction sets): float64 CumProd [32M] fastest at
+    // 0.5-0.6 (0.7: 3-5% slower), float32 CumProd [64M] at 0.3-0.4 (0.5: 5-10% slower); sums 1/2.
+    const double share = !spans ? 0.5 : dtype == DType::kFloat64 ? 0.6 : 0.4;
+    return scan_split_row(kernel, tuning, piece, spans ? unit : 0, share, x, y, length,
+                          dtype_size(dtype), options, start, carry_after);
+  }
   return scan_long_row(kernel, tuning, piece, unit, x, y, length, dtype_size(dtype), options,
                        start);
 }

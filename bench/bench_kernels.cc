@@ -20,6 +20,7 @@
 
 #include "cumulus/ops.h"
 #include "random_input.h"
+#include "reduced_scan.h"
 #include "streaming.h"
 
 namespace {
@@ -252,6 +253,33 @@ void register_compute() {
       });
     }
   }
+  // The float32 scan's one pass alone (reduced_scan.h), beside Compute/CumSum/float32 on the same
+  // terms: in [0.5, 1.5), 16384 of them, whose double prefixes are exact, so its outputs must be
+  // the library's bits.
+  benchmark::RegisterBenchmark(
+      ("Reduced/scan_f32_arithmetic/" + std::to_string(kN)).c_str(), [](benchmark::State& state) {
+        const Tensor x = random_tensor(DType::kFloat32, {kN});
+        Tensor y(DType::kFloat32, {kN});
+        const char* isa = std::getenv("CUMULUS_ISA");
+        const bool avx2 = isa != nullptr && std::string_view(isa) == "avx2";
+        double sink = 0;
+        std::string_view name;
+        for (auto _ : state) {
+          name = cumulus::bench::reduced_scan(x.data<float>(), y.data<float>(), kN, avx2, sink);
+          benchmark::ClobberMemory();
+        }
+        benchmark::DoNotOptimize(sink);
+        if (name.empty()) {
+          state.SkipWithError("no AVX2 or AVX-512 on this CPU");
+          return;
+        }
+        const Tensor want = cumulus::cumsum(x, 0);
+        if (std::memcmp(want.data<float>(), y.data<float>(), kN * sizeof(float)) != 0) {
+          state.SkipWithError("the reduced scan's outputs differ from cumsum's");
+        }
+        state.SetItemsProcessed(state.iterations() * kN);
+        state.SetLabel(std::string(name));
+      });
   struct ComputeSum {
     DType dtype;
     const char* label;

@@ -1,0 +1,89 @@
+// A reduced kernel for bench_kernels: the arithmetic of the float32 row scan's one pass alone
+// (load, widen to double, in-register prefix, plus the running carry, narrow, store), with none of
+// the certificate, the carry's split, the rounding variants or the block loop around it. Not exact
+// in general: it bounds what that pass can cost on a core, so a float32 long row's time can be set
+// against it (Compute/CumSum/float32 runs the whole kernel on the same 16384 elements).
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace cumulus::bench {
+
+#if defined(__x86_64__)
+namespace detail {
+
+// Eight doubles: the inclusive prefix in three steps, as the AVX-512 kernels form it.
+__attribute__((target("avx512f"))) inline __m512d prefix8(__m512d v) {
+  v = _mm512_mask_add_pd(v, 0xAA, v, _mm512_unpacklo_pd(v, v));
+  v = _mm512_mask_add_pd(v, 0xCC, v, _mm512_permutex_pd(v, 0x55));
+  return _mm512_mask_add_pd(v, 0xF0, v, _mm512_permutexvar_pd(_mm512_set1_epi64(3), v));
+}
+
+// Four doubles: two steps (pairs, then across the halves).
+__attribute__((target("avx2"))) inline __m256d prefix4(__m256d v) {
+  v = _mm256_add_pd(v, _mm256_blend_pd(_mm256_setzero_pd(), _mm256_unpacklo_pd(v, v), 0xA));
+  const __m256d low1 = _mm256_permute4x64_pd(v, 0x55);  // lane 1 everywhere
+  return _mm256_add_pd(v, _mm256_blend_pd(_mm256_setzero_pd(), low1, 0xC));
+}
+
+}  // namespace detail
+
+// Sixteen elements a step, two vectors of eight doubles; n a multiple of 16.
+__attribute__((target("avx512f"))) inline double reduced_scan_avx512(const float* x, float* y,
+                                                                     std::size_t n) {
+  __m512d running = _mm512_setzero_pd();
+  const __m512i last = _mm512_set1_epi64(7);
+  for (std::size_t i = 0; i < n; i += 16) {
+    const __m512d first = detail::prefix8(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
+    const __m512d second = detail::prefix8(_mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
+    const __m512d last_first = _mm512_permutexvar_pd(last, first);
+    _mm256_storeu_ps(y + i, _mm512_cvtpd_ps(_mm512_add_pd(running, first)));
+    _mm256_storeu_ps(y + i + 8,
+                     _mm512_cvtpd_ps(_mm512_add_pd(_mm512_add_pd(running, last_first), second)));
+    running =
+        _mm512_add_pd(running, _mm512_add_pd(last_first, _mm512_permutexvar_pd(last, second)));
+  }
+  return _mm512_cvtsd_f64(running);
+}
+
+// The same with four doubles a vector, sixteen elements a step.
+__attribute__((target("avx2"))) inline double reduced_scan_avx2(const float* x, float* y,
+                                                                std::size_t n) {
+  __m256d running = _mm256_setzero_pd();
+  for (std::size_t i = 0; i < n; i += 16) {
+    for (std::size_t q = 0; q < 16; q += 4) {
+      const __m256d p = detail::prefix4(_mm256_cvtps_pd(_mm_loadu_ps(x + i + q)));
+      _mm_storeu_ps(y + i + q, _mm256_cvtpd_ps(_mm256_add_pd(running, p)));
+      running = _mm256_add_pd(running, _mm256_permute4x64_pd(p, 0xFF));
+    }
+  }
+  return _mm256_cvtsd_f64(running);
+}
+#endif
+
+// The reduced scan on the widest of these instruction sets the CPU has, or on AVX2 where `avx2`
+// asks for it (as CUMULUS_ISA=avx2 does for the kernels); returns the instruction set's name, or
+// an empty one where there is none.
+inline std::string_view reduced_scan(const float* x, float* y, std::size_t n, bool avx2,
+                                     double& sink) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (!avx2 && __builtin_cpu_supports("avx512f")) {
+    sink += reduced_scan_avx512(x, y, n);
+    return "avx512";
+  }
+  if (__builtin_cpu_supports("avx2")) {
+    sink += reduced_scan_avx2(x, y, n);
+    return "avx2";
+  }
+#endif
+  (void)x, (void)y, (void)n, (void)avx2, (void)sink;
+  return {};
+}
+
+}  // namespace cumulus::bench

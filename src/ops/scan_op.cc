@@ -330,9 +330,13 @@ std::optional<Carry> scan_long_line(OpKind op, DType dtype, const std::byte* x, 
       spans ? std::clamp<std::size_t>(tuning.piece / unit, 1, kMaxSpansPerPiece) * unit : unit;
   if (x != y) {  // in place, a segment's scan would overwrite what its total reads
     // A total's cost over its scan's, each read from memory, two threads, as measured on a Zen 5
-    // (`cumulus perf`, medians of 5-7, both instruction sets): float64 CumProd [32M] fastest at
-    // 0.5-0.6 (0.7: 3-5% slower), float32 CumProd [64M] at 0.3-0.4 (0.5: 5-10% slower); sums 1/2.
-    const double share = !spans ? 0.5 : dtype == DType::kFloat64 ? 0.6 : 0.4;
+    // (`cumulus perf`, medians of 7, alternated): CumProd float64 [32M] fastest at 0.5-0.6 (0.7:
+    // 3-5% slower), float32 [64M] at 0.3-0.4 (0.5: 5-10% slower); CumSum float32 [64M] 5% faster
+    // at 0.35 than at 0.5, float16 and bfloat16 [64M] 9-15% faster at 0.25 (their scans cost more
+    // against their totals).
+    const double share = spans                      ? (dtype == DType::kFloat64 ? 0.6 : 0.4)
+                         : dtype == DType::kFloat32 ? 0.35
+                                                    : 0.25;
     return scan_split_row(kernel, tuning, piece, spans ? unit : 0, share, x, y, length,
                           dtype_size(dtype), options, start, carry_after);
   }

@@ -387,12 +387,15 @@ TEST(ExactShort, SpecialsBFloat16) { specials<BFloat16>(); }
 TEST(ExactShort, TiledRowsDouble) {
   std::mt19937_64 rng(20261203);
   std::uniform_real_distribution<double> uniform(-1, 1);
-  for (const std::size_t length : {72, 128, 200, 1024}) {
+  // Lengths of a multiple of eight, and others, whose last length % 8 terms in scan order (the
+  // row's end forward, its start in reverse) follow the tiles a term at a time.
+  for (const std::size_t length : {72, 128, 200, 1024, 9, 13, 15, 71, 100, 1001}) {
     for (const std::size_t rows : {8, 9, 17}) {
       std::vector<double> x(rows * length);
       for (double& e : x) e = uniform(rng);
       check_kernel(x, length, "uniform tiled rows");
-      for (const std::size_t at : {std::size_t{0}, length / 2, length - 5}) {
+      for (const std::size_t at :
+           {std::size_t{0}, std::size_t{1}, length / 2, length - 5, length - 2, length - 1}) {
         for (const std::vector<double>& special :
              {std::vector<double>{0x1p100, 1, 0x1p-100, -0x1p100, -1},
               std::vector<double>{kInf, 2, -kInf}, std::vector<double>{std::nan("")}}) {
@@ -412,6 +415,13 @@ TEST(ExactShort, TiledRowsDouble) {
       zeros[5 * length + length / 2 + 3] = std::nan("");
       zeros[6 * length + length - 9] = -kInf;
       check_kernel(zeros, length, "tiled -0 rows, one +0, a NaN, an infinity");
+      // The same at a row's either end (a tail's term, forward or in reverse).
+      std::vector<double> ends(rows * length, -0.0);
+      ends[1 * length + length - 1] = 0.0;
+      ends[3 * length] = 0.0;
+      ends[4 * length + length - 1] = std::nan("");
+      ends[7 * length] = kInf;
+      check_kernel(ends, length, "tiled -0 rows, +0, NaN or an infinity at an end");
     }
   }
 }

@@ -261,18 +261,18 @@ void register_compute() {
         const Tensor x = random_tensor(DType::kFloat32, {kN});
         Tensor y(DType::kFloat32, {kN});
         const char* isa = std::getenv("CUMULUS_ISA");
-        const bool avx2 = isa != nullptr && std::string_view(isa) == "avx2";
-        double sink = 0;
-        std::string_view name;
-        for (auto _ : state) {
-          name = cumulus::bench::reduced_scan(x.data<float>(), y.data<float>(), kN, avx2, sink);
-          benchmark::ClobberMemory();
-        }
-        benchmark::DoNotOptimize(sink);
-        if (name.empty()) {
+        const auto [scan, name] =
+            cumulus::bench::reduced_scan(isa != nullptr && std::string_view(isa) == "avx2");
+        if (scan == nullptr) {
           state.SkipWithError("no AVX2 or AVX-512 on this CPU");
           return;
         }
+        double sink = 0;
+        for (auto _ : state) {
+          sink += scan(x.data<float>(), y.data<float>(), kN);
+          benchmark::ClobberMemory();
+        }
+        benchmark::DoNotOptimize(sink);
         const Tensor want = cumulus::cumsum(x, 0);
         if (std::memcmp(want.data<float>(), y.data<float>(), kN * sizeof(float)) != 0) {
           state.SkipWithError("the reduced scan's outputs differ from cumsum's");

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string_view>
+#include <utility>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -67,23 +68,17 @@ __attribute__((target("avx2"))) inline double reduced_scan_avx2(const float* x, 
 #endif
 
 // The reduced scan on the widest of these instruction sets the CPU has, or on AVX2 where `avx2`
-// asks for it (as CUMULUS_ISA=avx2 does for the kernels); returns the instruction set's name, or
-// an empty one where there is none.
-inline std::string_view reduced_scan(const float* x, float* y, std::size_t n, bool avx2,
-                                     double& sink) {
+// asks for it (as CUMULUS_ISA=avx2 does for the kernels), chosen once: the kernel and the
+// instruction set's name, or null and an empty name where there is none.
+using ReducedScan = double (*)(const float* x, float* y, std::size_t n);
+inline std::pair<ReducedScan, std::string_view> reduced_scan(bool avx2) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (!avx2 && __builtin_cpu_supports("avx512f")) {
-    sink += reduced_scan_avx512(x, y, n);
-    return "avx512";
-  }
-  if (__builtin_cpu_supports("avx2")) {
-    sink += reduced_scan_avx2(x, y, n);
-    return "avx2";
-  }
+  if (!avx2 && __builtin_cpu_supports("avx512f")) return {&reduced_scan_avx512, "avx512"};
+  if (__builtin_cpu_supports("avx2")) return {&reduced_scan_avx2, "avx2"};
 #endif
-  (void)x, (void)y, (void)n, (void)avx2, (void)sink;
-  return {};
+  (void)avx2;
+  return {nullptr, {}};
 }
 
 }  // namespace cumulus::bench

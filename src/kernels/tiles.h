@@ -11,6 +11,13 @@ namespace cumulus::detail {
 // layer's default column_tile (src/ops/tuning.h) is this, so each task is one kernel tile.
 inline constexpr std::size_t kScanColumnTile = 1024;
 
+// Columns of a floating CumSum's exact scan (exact_cols.inc) taken a step at a time: each step
+// reads a row of the tile from another page, and its pairs' state (six arrays of doubles) stays in
+// L1. float32 [4096,16384] along axis 0, two threads (`cumulus perf`, medians of 7, four rounds
+// alternated, Zen 5): 12.6-17.7 ms at 256, 13.6-15.6 at 512, 13.6-17.7 at 1024 with AVX-512;
+// 16.6-19.0, 14.6-15.5 and 15.9-19.0 with AVX2. Timing only: the columns are independent.
+inline constexpr std::size_t kExactColumnTile = 512;
+
 // Outputs of a Sum row accumulated at a time by the scalar loop.
 inline constexpr std::size_t kSumChunk = 256;
 

@@ -150,6 +150,49 @@ void register_ceilings() {
       ->Arg(256 * kMiB)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
+  // The float32 column step alone (reduced_scan.h) along axis 0 of [4096,16384], a tile of 512
+  // columns per chunk of the ceiling's team: beside Ceiling/copy_nt/268435456 (the same bytes) and
+  // `--case=CumSum:float32:4096x16384:0 --case_threads=2`, what the step's arithmetic and its
+  // strided traffic cost without the kernel around them. Its terms in [0.5, 1.5) sum exactly in
+  // double, so its outputs must be cumsum's bits.
+  benchmark::RegisterBenchmark(
+      "Reduced/columns_f32_nt/4096x16384",
+      [](benchmark::State& state) {
+        constexpr std::size_t kLength = 4096, kInner = 16384;
+        constexpr std::size_t kTile = cumulus::bench::kReducedColumnTile;
+        const char* isa = std::getenv("CUMULUS_ISA");
+        const auto [step, name] =
+            cumulus::bench::reduced_columns(isa != nullptr && std::string_view(isa) == "avx2");
+        if (step == nullptr) {
+          state.SkipWithError("no AVX2 or AVX-512 on this CPU");
+          return;
+        }
+        const Tensor x = random_tensor(DType::kFloat32, {kLength, kInner});
+        Tensor y(DType::kFloat32, {kLength, kInner});
+        cumulus::bench::StreamTeam team(cumulus::num_threads());
+        std::atomic<bool> inexact{false};
+        for (auto _ : state) {
+          // One chunk of the team's counter per tile.
+          team.run(
+              kInner / kTile * cumulus::bench::kStreamChunk, [&](std::size_t begin, std::size_t) {
+                const std::size_t c0 = begin / cumulus::bench::kStreamChunk * kTile;
+                if (step(x.data<float>(), y.data<float>(), kLength, kInner, c0, c0 + kTile) != 0) {
+                  inexact = true;
+                }
+              });
+          benchmark::ClobberMemory();
+        }
+        const Tensor want = cumulus::cumsum(x, 0);
+        if (inexact ||
+            std::memcmp(want.data<float>(), y.data<float>(), y.size() * sizeof(float)) != 0) {
+          state.SkipWithError("the reduced column step's outputs differ from cumsum's");
+        }
+        state.SetBytesProcessed(state.iterations() * 2 * y.size() *
+                                static_cast<int64_t>(sizeof(float)));
+        state.SetLabel(std::string(name) + ", " + std::to_string(team.threads()) + " threads");
+      })
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
   for (int inputs : {2, 3, 8}) {
     for (int64_t bytes : {16 * kMiB, 64 * kMiB, 256 * kMiB}) {
       if ((inputs + 1) * bytes > 2 * kMaxBytesMoved) continue;

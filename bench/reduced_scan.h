@@ -6,7 +6,6 @@
 // is exact in general.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <string_view>
 #include <utility>
@@ -70,40 +69,44 @@ __attribute__((target("avx2"))) inline double reduced_scan_avx2(const float* x, 
 #endif
 
 // The float32 column step as the exact kernel takes it while every column's sum is one double
-// (exact_cols.inc's vfast_step): a tile of 512 columns a step at a time, the row eight steps on
-// asked for, each term widened and added to its column's double, the addition's TwoSum error
-// gathered (the kernel's exactness test; here only returned), the sum narrowed and streamed out.
-// None of the kernel's state buffers, fix-ups or tile bookkeeping. Columns [c0, c1) of x, shape
-// [length, inner]; c1 - c0 a multiple of 8, y's rows aligned to 32 bytes.
+// (exact_cols.inc's vfast_step), over one tile of 512 columns, x's [c0, c0 + 512) of shape
+// [length, inner]: a step at a time, the row eight steps on asked for, each term widened and added
+// to its column's double, the addition's TwoSum error gathered (the kernel's exactness test; here
+// only returned), the sum narrowed and streamed out (y's rows aligned to 32 bytes). None of the
+// kernel's state buffers, fix-ups or tile bookkeeping.
 inline constexpr std::size_t kReducedColumnTile = 512;
+
+namespace detail {
+// Row i of the tile at c0, in x and in y; the row eight steps on asked for.
+inline std::pair<const float*, float*> column_row(const float* x, float* y, std::size_t i,
+                                                  std::size_t length, std::size_t inner,
+                                                  std::size_t c0) {
+  if (i + 8 < length) {
+    const char* ahead = reinterpret_cast<const char*>(x + (i + 8) * inner + c0);
+    for (std::size_t b = 0; b < kReducedColumnTile * sizeof(float); b += 64) {
+      __builtin_prefetch(ahead + b);
+    }
+  }
+  return {x + i * inner + c0, y + i * inner + c0};
+}
+}  // namespace detail
 
 #if defined(__x86_64__)
 __attribute__((target("avx512f,avx512dq"))) inline double reduced_columns_avx512(
-    const float* x, float* y, std::size_t length, std::size_t inner, std::size_t c0,
-    std::size_t c1) {
-  alignas(64) double acc[kReducedColumnTile];
+    const float* x, float* y, std::size_t length, std::size_t inner, std::size_t c0) {
+  alignas(64) double acc[kReducedColumnTile] = {};
   __m512d flag = _mm512_setzero_pd();
-  for (std::size_t t = c0; t < c1; t += kReducedColumnTile) {
-    const std::size_t width = std::min(kReducedColumnTile, c1 - t);
-    for (std::size_t j = 0; j < width; ++j) acc[j] = 0;
-    for (std::size_t i = 0; i < length; ++i) {
-      if (i + 8 < length) {
-        const char* ahead = reinterpret_cast<const char*>(x + (i + 8) * inner + t);
-        for (std::size_t b = 0; b < width * sizeof(float); b += 64) __builtin_prefetch(ahead + b);
-      }
-      const float* xr = x + i * inner + t;
-      float* yr = y + i * inner + t;
-      for (std::size_t j = 0; j < width; j += 8) {
-        const __m512d h = _mm512_load_pd(acc + j);
-        const __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(xr + j));
-        const __m512d s = _mm512_add_pd(h, v);
-        const __m512d bb = _mm512_sub_pd(s, h);
-        const __m512d e =
-            _mm512_add_pd(_mm512_sub_pd(h, _mm512_sub_pd(s, bb)), _mm512_sub_pd(v, bb));
-        flag = _mm512_or_pd(flag, e);
-        _mm512_store_pd(acc + j, s);
-        _mm256_stream_ps(yr + j, _mm512_cvtpd_ps(s));
-      }
+  for (std::size_t i = 0; i < length; ++i) {
+    const auto [xr, yr] = detail::column_row(x, y, i, length, inner, c0);
+    for (std::size_t j = 0; j < kReducedColumnTile; j += 8) {
+      const __m512d h = _mm512_load_pd(acc + j);
+      const __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(xr + j));
+      const __m512d s = _mm512_add_pd(h, v);
+      const __m512d bb = _mm512_sub_pd(s, h);
+      const __m512d e = _mm512_add_pd(_mm512_sub_pd(h, _mm512_sub_pd(s, bb)), _mm512_sub_pd(v, bb));
+      flag = _mm512_or_pd(flag, e);
+      _mm512_store_pd(acc + j, s);
+      _mm256_stream_ps(yr + j, _mm512_cvtpd_ps(s));
     }
   }
   return _mm512_reduce_add_pd(flag);
@@ -112,34 +115,25 @@ __attribute__((target("avx512f,avx512dq"))) inline double reduced_columns_avx512
 __attribute__((target("avx2"))) inline double reduced_columns_avx2(const float* x, float* y,
                                                                    std::size_t length,
                                                                    std::size_t inner,
-                                                                   std::size_t c0, std::size_t c1) {
-  alignas(64) double acc[kReducedColumnTile];
+                                                                   std::size_t c0) {
+  alignas(64) double acc[kReducedColumnTile] = {};
   __m256d flag = _mm256_setzero_pd();
-  for (std::size_t t = c0; t < c1; t += kReducedColumnTile) {
-    const std::size_t width = std::min(kReducedColumnTile, c1 - t);
-    for (std::size_t j = 0; j < width; ++j) acc[j] = 0;
-    for (std::size_t i = 0; i < length; ++i) {
-      if (i + 8 < length) {
-        const char* ahead = reinterpret_cast<const char*>(x + (i + 8) * inner + t);
-        for (std::size_t b = 0; b < width * sizeof(float); b += 64) __builtin_prefetch(ahead + b);
+  for (std::size_t i = 0; i < length; ++i) {
+    const auto [xr, yr] = detail::column_row(x, y, i, length, inner, c0);
+    for (std::size_t j = 0; j < kReducedColumnTile; j += 8) {
+      __m128 out[2];
+      for (int q = 0; q < 2; ++q) {
+        const __m256d h = _mm256_load_pd(acc + j + 4 * q);
+        const __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(xr + j + 4 * q));
+        const __m256d s = _mm256_add_pd(h, v);
+        const __m256d bb = _mm256_sub_pd(s, h);
+        const __m256d e =
+            _mm256_add_pd(_mm256_sub_pd(h, _mm256_sub_pd(s, bb)), _mm256_sub_pd(v, bb));
+        flag = _mm256_or_pd(flag, e);
+        _mm256_store_pd(acc + j + 4 * q, s);
+        out[q] = _mm256_cvtpd_ps(s);
       }
-      const float* xr = x + i * inner + t;
-      float* yr = y + i * inner + t;
-      for (std::size_t j = 0; j < width; j += 8) {
-        __m128 out[2];
-        for (int q = 0; q < 2; ++q) {
-          const __m256d h = _mm256_load_pd(acc + j + 4 * q);
-          const __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(xr + j + 4 * q));
-          const __m256d s = _mm256_add_pd(h, v);
-          const __m256d bb = _mm256_sub_pd(s, h);
-          const __m256d e =
-              _mm256_add_pd(_mm256_sub_pd(h, _mm256_sub_pd(s, bb)), _mm256_sub_pd(v, bb));
-          flag = _mm256_or_pd(flag, e);
-          _mm256_store_pd(acc + j + 4 * q, s);
-          out[q] = _mm256_cvtpd_ps(s);
-        }
-        _mm256_stream_ps(yr + j, _mm256_set_m128(out[1], out[0]));
-      }
+      _mm256_stream_ps(yr + j, _mm256_set_m128(out[1], out[0]));
     }
   }
   alignas(32) double lanes[4];
@@ -164,7 +158,7 @@ inline std::pair<ReducedScan, std::string_view> reduced_scan(bool avx2) {
 
 // reduced_scan's choice for the column step.
 using ReducedColumns = double (*)(const float* x, float* y, std::size_t length, std::size_t inner,
-                                  std::size_t c0, std::size_t c1);
+                                  std::size_t c0);
 inline std::pair<ReducedColumns, std::string_view> reduced_columns(bool avx2) {
 #if defined(__x86_64__)
   __builtin_cpu_init();

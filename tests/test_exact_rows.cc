@@ -558,6 +558,56 @@ TEST(ExactRows, BFloat16FusedBlocksAtTheGuardsEdge) {
   check_fused_guard_edge<cumulus::BFloat16>(8);
 }
 
+// Rows whose blocks' ranges leave the range the fused pass guessed for them (out of place it scans
+// a block first and checks its range after, planning from the widest range the carry allows): a
+// carry of 2^20, then blocks of terms in +-[1/2, 1) with full mantissas, where some blocks (runs
+// of them, so the guessing pauses and resumes) hold one term of +-2^(p-36) (1 + 2^(1-p)), signs
+// alternating, whose last bit 2^-35 lies below the guess's unit, or one of +-32 above the largest
+// seen. Then the carry and every other term taken back out, so the tail shows the small terms' sum,
+// whose last bit a block scanned under the wrong plan would lose.
+template <class T>
+void check_fused_guesses_missing(int precision) {
+  std::mt19937_64 rng(20261204);
+  const double small = std::ldexp(1 + std::ldexp(1.0, 1 - precision), precision - 36);
+  const auto term = [&] {  // +-[1/2, 1), `precision` bits
+    const double m = std::ldexp(static_cast<double>((uint64_t{1} << (precision - 1)) +
+                                                    rng() % (uint64_t{1} << (precision - 1))),
+                                -precision);
+    return rng() % 2 == 0 ? m : -m;
+  };
+  const auto listed = [](const auto& list, std::size_t block) {
+    return std::find(std::begin(list), std::end(list), block) != std::end(list);
+  };
+  const std::size_t small_blocks[] = {3, 4, 5, 6, 7, 11, 20, 21, 33};  // an odd count
+  const std::size_t large_blocks[] = {15, 25, 26};
+  std::vector<double> terms;
+  std::vector<T> row = {of<T>(0x1p20)};
+  row.resize(kFusedStart, of<T>(0.0));
+  double small_sign = 1;
+  for (std::size_t block = 0; block < 40; ++block) {
+    const std::size_t start = terms.size();
+    for (std::size_t k = 0; k < kFusedBlock; ++k) terms.push_back(term());
+    const std::size_t at = start + rng() % kFusedBlock;
+    if (listed(large_blocks, block)) terms[at] = rng() % 2 == 0 ? 32.0 : -32.0;
+    for (std::size_t i = start; i < terms.size(); ++i) {
+      const bool is_small = i == at && listed(small_blocks, block);
+      row.push_back(of<T>(is_small ? small_sign * small : terms[i]));
+      if (is_small) {
+        small_sign = -small_sign;
+        terms[i] = 0;  // not taken back out
+      }
+    }
+  }
+  row.push_back(of<T>(-0x1p20));
+  for (const double v : terms) row.push_back(of<T>(-v));
+  for (int k = 0; k < 300; ++k) row.push_back(of<T>(0.0));
+  check_both_ways(row, std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) +
+                           " blocks outside their guessed range");
+}
+
+TEST(ExactRows, FloatFusedGuessesMissing) { check_fused_guesses_missing<float>(24); }
+TEST(ExactRows, BFloat16FusedGuessesMissing) { check_fused_guesses_missing<cumulus::BFloat16>(8); }
+
 // An infinity at every position mod 32 (every lane of the range test's 16- and 32-bit lanes and of
 // the vectors), -inf and NaN at some, and the opposite one in a block's scalar tail; rows of -0
 // that meet terms; a prefix whose exact zero must be +0 through a fused block of -0.

@@ -304,6 +304,23 @@ void register_compute() {
       });
     }
   }
+  // bfloat16's worst case for the vector stores: 1, 256, then -256 and 256 in turn, every other
+  // output 257, a tie, so every vector of outputs takes the way through round to odd.
+  benchmark::RegisterBenchmark(
+      ("Compute/CumSum/bfloat16_midpoints/" + std::to_string(kN)).c_str(),
+      [](benchmark::State& state) {
+        Tensor x(DType::kBFloat16, {kN});
+        auto* p = x.data<cumulus::BFloat16>();
+        for (int64_t i = 0; i < kN; ++i) {
+          p[i] = cumulus::from_double<cumulus::BFloat16>(i == 0 ? 1.0 : i % 2 ? 256.0 : -256.0);
+        }
+        Tensor y(DType::kBFloat16, {kN});
+        for (auto _ : state) {
+          cumulus::cumsum(x, 0, y.view());
+          benchmark::ClobberMemory();
+        }
+        state.SetItemsProcessed(state.iterations() * kN);
+      });
   // The float32 scan's one pass alone (reduced_scan.h), beside Compute/CumSum/float32 on the same
   // terms: in [0.5, 1.5), 16384 of them, whose double prefixes are exact, so its outputs must be
   // the library's bits.

@@ -165,6 +165,19 @@ void check_guard_edge(int precision) {
 TEST(ExactRows, FloatBlocksAtTheGuardsEdge) { check_guard_edge<float>(24); }
 TEST(ExactRows, BFloat16BlocksAtTheGuardsEdge) { check_guard_edge<cumulus::BFloat16>(8); }
 
+// Outputs on bfloat16's midpoints, which the vector stores must round the exact way: 1 + 256 and
+// then +-2 in turn, odd integers between 2^8 and 2^9 (ties, to even: 257 down, 259 up); and 1 + 256
+// and then -+2^-20 in turn, where 257 - 2^-20 rounds to float as the midpoint 257 but to bfloat16
+// down.
+TEST(ExactRows, BFloat16OutputsOnMidpoints) {
+  using cumulus::BFloat16;
+  for (const double small : {2.0, -0x1p-20}) {
+    std::vector<BFloat16> row = {of<BFloat16>(1), of<BFloat16>(256)};
+    for (int k = 0; k < 6000; ++k) row.push_back(of<BFloat16>(k % 2 == 0 ? small : -small));
+    check_row(row, "bfloat16 outputs on midpoints, +-" + std::to_string(std::fabs(small)));
+  }
+}
+
 // A carry of 2^40 + a half ulp of T there (two terms), then +-2^-20 in turn: each output is the
 // tie broken by the small term, which a double beside the carry cannot hold (the blocks' pairs
 // must take it in their low part, every lane).

@@ -5,7 +5,7 @@
 // with the sign and the zero/infinity/NaN record apart: it never over- or underflows, and after
 // 10^6 factors it is within 10^6 * 2^-113 < 2^-93 relative of the exact product. It shares no
 // code with the kernels. The kernels' proven bound (src/kernels/prod.inc) for up to 10^6 terms is
-// 1/2 ulp + 2^-9 ulp (float16, bfloat16, float32), 1/2 ulp + 2^-31 ulp (float64 normal results)
+// 1/2 ulp + 2^-9 ulp (float16, bfloat16, float32), 1/2 ulp + 2^-29 ulp (float64 normal results)
 // and 3/4 ulp + 2^-30 ulp (float64 subnormal results); the checks allow 1/2 + 2^-9 and 0.76 ulp,
 // inside the promised 1 ulp.
 // CTest reruns this binary under each CUMULUS_ISA.

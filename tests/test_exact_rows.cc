@@ -373,6 +373,142 @@ TEST(ExactRows, Float64FailuresOfEachTest) {
   check_f64_row(mirrored(carry), "float64 segment carries and lane chains outgrowing a pair", 2);
 }
 
+// Rows past the bound of the float64 blocks' plain low parts (f64_plain_fits: low + n u S against
+// 2^(q + 52), q the exponent of a grid every term and the carry are on, n = 256 terms a chain), in
+// two kinds, from a carry near 1:
+// - terms t = 2^-47 + r, r in [2^-54, 2^-53) a multiple of 2^-99: each pair step keeps r whole in
+//   the low part (hi + t rounds to hi + 2^-47), which outgrows 2^(-99 + 53) after about 170 of
+//   them; 2^-45 against 2^-47, a factor 4 over;
+// - a carry 1 + 2^-110 and terms 2^-44 + r, r in [2^-60, 2^-59) a multiple of 2^-96: the lanes'
+//   low parts drop the carry's 2^-110 once they pass 2^-57; the terms alone would pass the bound
+//   (2^-45 against 2^-44), the carry's last bit takes q to -110.
+// The carry comes first, then zeros to 2048 terms, then the terms. Every 16 places two probes bring
+// the exact prefix (less its bits below the terms' grid) to a tie at double's precision, the
+// neighbour below even at the first and odd at the second: a low part that lost a bit rounds some
+// of them the wrong way. Values are counted in units of 2^-110.
+using Units = __int128;
+constexpr int kUnitExponent = -110;
+
+double from_units(Units u) {
+  const double v = std::ldexp(static_cast<double>(u), kUnitExponent);
+  EXPECT_EQ(static_cast<Units>(std::ldexp(v, -kUnitExponent)), u) << "not a double";
+  return v;
+}
+
+struct PastPlainBound {
+  const char* what;
+  std::vector<double> carry;  // summing to 1 + a multiple of 2^-110 below 2^-52
+  int term, grid, low;        // terms 2^term + r, r a multiple of 2^grid in [2^low, 2^(low + 1))
+};
+
+const PastPlainBound kPastPlainBound[] = {
+    {"low parts a factor 4 past the plain bound", {1}, -47, -99, -54},
+    {"a carry's last bit below the terms' grid", {1, 0x1p-110}, -44, -96, -60},
+};
+
+Units units(int exponent) { return Units{1} << (exponent - kUnitExponent); }
+
+std::vector<double> past_plain_bound_row(const PastPlainBound& c, std::size_t n,
+                                         std::mt19937_64& rng) {
+  const Units grid = units(c.grid), spacing = units(-52), half = units(-53);
+  std::uniform_int_distribution<uint64_t> low(uint64_t{1} << (c.low - c.grid),
+                                              (uint64_t{2} << (c.low - c.grid)) - 1);
+  std::vector<double> row = c.carry;
+  row.resize(2048, 0.0);  // a block after it starts from the carry, the row's only pair of it
+  Units prefix = 0;
+  for (const double v : c.carry) prefix += static_cast<Units>(std::ldexp(v, -kUnitExponent));
+  while (row.size() < n) {
+    const std::size_t i = row.size();
+    // The first 16 terms have 2^-52 for r, which the pairs add exactly: a block may start among
+    // them (after the row's first block, of zeros and up to 9 terms, at any offset), its carry
+    // still a pair with the row's carry's low part.
+    const Units r = static_cast<Units>(low(rng)) * grid;
+    Units term = units(c.term) + (i < 2048 + 16 ? units(-52) : r);
+    if (i % 16 == 8 || i % 16 == 9) {
+      // The first tie at least 2^term above the prefix on the grid whose lower neighbour (a
+      // multiple of 2^-52 in [1, 2)) is even at place 8, odd at place 9.
+      const Units on_grid = prefix - prefix % grid;
+      Units tie = (on_grid + units(c.term)) / spacing * spacing + half;
+      if (tie < on_grid + units(c.term)) tie += spacing;
+      if (((tie - half) / spacing % 2 == 0) != (i % 16 == 8)) tie += spacing;
+      term = tie - on_grid;
+    }
+    row.push_back(from_units(term));
+    prefix += term;
+  }
+  return row;
+}
+
+// A carry 1 + 2^-110, zeros to 2048 terms, then periods of 256 terms of 1.5 2^-44 + r: r = 2^-52
+// (which the pairs add exactly) for 16, r in [2^-64, 2^-63) a random multiple of 2^-96 for 96, a
+// probe and its negation, the same r negated in reverse order, and r = 2^-52 again. A block's
+// segments start 2 to 9 places into a period, where the prefix is a pair (1 + 2^-110 beside
+// multiples of 2^-52), so the blocks' starts hold; in the middle a chain's low part passes 2^-57
+// and has no room for the 2^-110. The terms' grid (2^-96) alone would let the low parts go plain
+// (2^-45 against 2^-44); the carry's last bit must not. The probe z = k 2^-52 + 2^-53 - R, R the
+// r so far, k 256 or 257 so that hi + k 2^-52 is even (hi the prefix's multiple of 2^-52), leaves
+// the exact prefix 2^-110 above a tie whose neighbour below is even: a chain that lost the
+// 2^-110 (a low part of a few 2^-57 rounds it away) rounds the tie down.
+std::vector<double> carry_bit_row(std::size_t periods, std::mt19937_64& rng) {
+  const Units grid = units(-96), ulp = units(-52), term = 3 * units(-45);
+  std::uniform_int_distribution<uint64_t> low(uint64_t{1} << 32, (uint64_t{2} << 32) - 1);
+  std::vector<double> row = {1, 0x1p-110};
+  row.resize(2048, 0.0);
+  Units high = units(0);  // the prefix's multiple of 2^-52, less the carry's 2^-110
+  for (std::size_t p = 0; p < periods; ++p) {
+    for (int k = 0; k < 16; ++k) row.push_back(from_units(term + ulp));
+    high += 16 * (term + ulp);
+    std::vector<Units> r(96);
+    Units sum = 0;
+    for (Units& v : r) {
+      v = static_cast<Units>(low(rng)) * grid;
+      row.push_back(from_units(term + v));
+      sum += v;
+    }
+    high += 96 * term;
+    const Units k = (high / ulp + 256) % 2 == 0 ? 256 : 257;
+    const Units z = k * ulp + units(-53) - sum;
+    row.push_back(from_units(z));
+    row.push_back(from_units(-z));
+    for (auto v = r.rbegin(); v != r.rend(); ++v) row.push_back(from_units(term - *v));
+    high += 96 * term;
+    for (int k = 0; k < 256 - 16 - 96 - 2 - 96; ++k) row.push_back(from_units(term + ulp));
+    high += (256 - 16 - 96 - 2 - 96) * (term + ulp);
+  }
+  return row;
+}
+
+TEST(ExactRows, Float64PastThePlainBound) {
+  std::mt19937_64 rng(17);
+  check_f64_row(mirrored(past_plain_bound_row(kPastPlainBound[0], 4 * 2048 + 40, rng)),
+                std::string("float64 ") + kPastPlainBound[0].what);
+  check_f64_row(mirrored(carry_bit_row(24, rng)), "float64 a carry's last bit below the grid");
+}
+
+// The same terms after the carry in every lane (and zeros to the end of the lanes' first 2048
+// elements), through each table's total kernel, whose lanes take 2048 elements at a time with
+// plain low parts where their bound allows: the total must be the exact one. It is no pair here,
+// so the check is its own exact sum with every term negated (ExactSum, tested against exact::Sum
+// in test_exact_state.cc), which must be zero.
+TEST(ExactRows, Float64TotalsPastThePlainBound) {
+  std::mt19937_64 rng(19);
+  for (const PastPlainBound& c : kPastPlainBound) {
+    std::vector<double> x;
+    for (const double v : c.carry) x.insert(x.end(), 8, v);
+    x.resize(2048, 0.0);
+    const std::vector<double> terms = past_plain_bound_row(c, 5 * 2048, rng);
+    x.insert(x.end(), terms.begin() + 2048, terms.end());
+    for (const std::size_t n : {x.size(), x.size() - 77}) {
+      for (const KernelTable* table : tables()) {
+        auto carry = table->cumsum[static_cast<int>(cumulus::DType::kFloat64)].total(x.data(), n);
+        for (std::size_t i = 0; i < n; ++i) carry.sum.add(-x[i]);
+        EXPECT_EQ(carry.sum.to_double(), 0.0)
+            << c.what << " (" << table->isa << ", " << n << " terms)";
+      }
+    }
+  }
+}
+
 // An infinity or a NaN in each segment and lane of a block; both infinities; a sum past the
 // largest double and back; -0 only, -0 then a +0 late, -0 around 1 - 1 (whose exact zeros are +0).
 TEST(ExactRows, Float64SpecialsAndZeros) {

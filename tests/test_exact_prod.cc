@@ -189,12 +189,14 @@ double mantissa(Rng& rng) {
   return rng() % 2 != 0 ? -m : m;
 }
 
-enum class Pattern { kNearOne, kExcursions, kSubnormals, kSpecials };
+enum class Pattern { kNearOne, kExcursions, kSubnormals, kSpecials, kModerateWalk, kWideWalk };
 const char* pattern_name(Pattern p) {
-  return p == Pattern::kNearOne      ? "near one"
-         : p == Pattern::kExcursions ? "excursions"
-         : p == Pattern::kSubnormals ? "subnormals"
-                                     : "specials";
+  return p == Pattern::kNearOne        ? "near one"
+         : p == Pattern::kExcursions   ? "excursions"
+         : p == Pattern::kSubnormals   ? "subnormals"
+         : p == Pattern::kSpecials     ? "specials"
+         : p == Pattern::kModerateWalk ? "moderate walk"
+                                       : "wide walk";
 }
 
 // kNearOne: factors 1 +- up to 2^-4, signs random: long products that drift slowly.
@@ -202,11 +204,18 @@ const char* pattern_name(Pattern p) {
 // prefixes leave T's range (and double's) and come back; float64 1e300 1e300 1e-300 1e-300.
 // kSubnormals: T's subnormal factors among large ones, the product returning to range.
 // kSpecials: near one, with +-0, +-Inf and NaN here and there.
+// kModerateWalk: factors of magnitudes within [2^-60, 2^60] and T's normal range, among them
+// +-2^60 and +-2^-60 exactly, whose product walks up past 2^800 and down past 2^-800 and back,
+// through T's range each way: long products far beyond double's range from factors of modest size.
+// kWideWalk: the same walk between 2^-16000 and 2^16000 with factors from T's whole normal range,
+// most of them large: runs of hundreds of factors each way (so the vector kernels' groups lie
+// inside one), and blocks of eight that start far outside T's range and end inside it.
 template <class T>
 std::vector<T> make_terms(Pattern pattern, Rng& rng, std::size_t n) {
   const Format f = kFormat<T>;
   std::vector<T> v(n);
-  int pending = 0;  // kSubnormals: the binades to climb back
+  int pending = 0;       // kSubnormals: the binades to climb back
+  int walk = 0, up = 1;  // kModerateWalk: the product's binade, roughly, and where it heads
   for (std::size_t i = 0; i < n; ++i) {
     double d = 1 + uniform(rng, -0x1p-4, 0x1p-4);
     if (rng() % 2 != 0) d = -d;
@@ -236,6 +245,23 @@ std::vector<T> make_terms(Pattern pattern, Rng& rng, std::size_t n) {
         if (phase == 2) d = std::ldexp(mantissa<T>(rng), pending - pending / 2 - 1);
         break;
       }
+      case Pattern::kModerateWalk:
+      case Pattern::kWideWalk: {
+        const bool wide = pattern == Pattern::kWideWalk;
+        const int step = std::min({wide ? 1 << 20 : 60, f.emax, -f.emin});
+        const int bound = wide ? 16000 : 800;
+        if (walk > bound) up = -1;
+        if (walk < -bound) up = 1;
+        const bool end = rng() % 16 == 0;  // a factor at the end of the range
+        const auto least = static_cast<unsigned>(wide ? step / 2 : 1);
+        const int k =
+            up *
+            (end ? step
+                 : static_cast<int>(least + rng() % (static_cast<unsigned>(step) - least + 1)));
+        walk += k;
+        d = std::ldexp(end ? (rng() % 2 != 0 ? -1.0 : 1.0) : mantissa<T>(rng), k);
+        break;
+      }
       case Pattern::kSpecials: {
         const uint64_t r = rng() % 4096;
         if (r == 0) d = 0.0;
@@ -263,8 +289,8 @@ class TypeNames {
 };
 TYPED_TEST_SUITE(ExactProd, Types, TypeNames);
 
-constexpr Pattern kPatterns[] = {Pattern::kNearOne, Pattern::kExcursions, Pattern::kSubnormals,
-                                 Pattern::kSpecials};
+constexpr Pattern kPatterns[] = {Pattern::kNearOne,  Pattern::kExcursions,   Pattern::kSubnormals,
+                                 Pattern::kSpecials, Pattern::kModerateWalk, Pattern::kWideWalk};
 
 // Every output of rows longer than several spans within the bound, every direction.
 TYPED_TEST(ExactProd, RowsWithinTheBound) {

@@ -189,14 +189,23 @@ double mantissa(Rng& rng) {
   return rng() % 2 != 0 ? -m : m;
 }
 
-enum class Pattern { kNearOne, kExcursions, kSubnormals, kSpecials, kModerateWalk, kWideWalk };
+enum class Pattern {
+  kNearOne,
+  kExcursions,
+  kSubnormals,
+  kSpecials,
+  kModerateWalk,
+  kWideWalk,
+  kBinadeRuns
+};
 const char* pattern_name(Pattern p) {
   return p == Pattern::kNearOne        ? "near one"
          : p == Pattern::kExcursions   ? "excursions"
          : p == Pattern::kSubnormals   ? "subnormals"
          : p == Pattern::kSpecials     ? "specials"
          : p == Pattern::kModerateWalk ? "moderate walk"
-                                       : "wide walk";
+         : p == Pattern::kWideWalk     ? "wide walk"
+                                       : "binade runs";
 }
 
 // kNearOne: factors 1 +- up to 2^-4, signs random: long products that drift slowly.
@@ -210,12 +219,21 @@ const char* pattern_name(Pattern p) {
 // kWideWalk: the same walk between 2^-16000 and 2^16000 with factors from T's whole normal range,
 // most of them large: runs of hundreds of factors each way (so the vector kernels' groups lie
 // inside one), and blocks of eight that start far outside T's range and end inside it.
+// kBinadeRuns: runs of factors from the binades [s/2, s] of one run's s (2, 13 or 24, within T's
+// range; runs of 13 and 24 long), among them +-2^14 and +-2^-14 exactly (the float64 kernels'
+// moderate bounds) and the nearest values outside them, whose product turns at random points
+// between 2^900 and 2^2300, then between 2^-900 and 2^-2300: groups of 64 in [2^-14, 2^14] that
+// start at every distance from T's range and double's, whose products lift their outputs from far
+// below the subnormal range into it, or bring them from far above back into range.
 template <class T>
 std::vector<T> make_terms(Pattern pattern, Rng& rng, std::size_t n) {
   const Format f = kFormat<T>;
   std::vector<T> v(n);
   int pending = 0;       // kSubnormals: the binades to climb back
-  int walk = 0, up = 1;  // kModerateWalk: the product's binade, roughly, and where it heads
+  int walk = 0, up = 1;  // the walks: the product's binade, roughly, and where it heads
+  int run = 0, top = 2;  // kBinadeRuns: the factors left in this run, its largest binade,
+  int turn = 1000;       // where the product turns next, and its binade (log2 of it)
+  double level = 0;
   for (std::size_t i = 0; i < n; ++i) {
     double d = 1 + uniform(rng, -0x1p-4, 0x1p-4);
     if (rng() % 2 != 0) d = -d;
@@ -262,6 +280,40 @@ std::vector<T> make_terms(Pattern pattern, Rng& rng, std::size_t n) {
         d = std::ldexp(end ? (rng() % 2 != 0 ? -1.0 : 1.0) : mantissa<T>(rng), k);
         break;
       }
+      case Pattern::kBinadeRuns: {
+        if (run-- == 0) {
+          constexpr int kTops[] = {2, 13, 13, 24};
+          const int s = kTops[rng() % 4];
+          top = std::min({s, f.emax, -f.emin});
+          // Long runs of large binades, inside the moderate bounds and beyond, so that groups of
+          // 64 lie inside them.
+          run = s == 2 ? 16 + static_cast<int>(rng() % 48) : 64 + static_cast<int>(rng() % 192);
+        }
+        // The product turns where it passes a turning point drawn anew each time.
+        if (up > 0 && level > turn) {
+          up = -1;
+          turn = -900 - static_cast<int>(rng() % 1400);
+        } else if (up < 0 && level < turn) {
+          up = 1;
+          turn = 900 + static_cast<int>(rng() % 1400);
+        }
+        const uint64_t r = rng() % 256;  // rare enough that most groups of 64 have neither
+        const int bound = std::min({14, f.emax, -f.emin});
+        const double sign = rng() % 2 != 0 ? -1.0 : 1.0;
+        if (r == 0) {  // the bound itself
+          d = sign * std::ldexp(1.0, up * bound);
+        } else if (r == 1) {  // the nearest value outside the bound
+          const double outside =
+              up > 0 ? 1 + std::ldexp(1.0, 1 - f.precision) : 1 - std::ldexp(1.0, -f.precision);
+          d = sign * std::ldexp(outside, up * bound);
+        } else {
+          const int k =
+              top / 2 + static_cast<int>(rng() % static_cast<unsigned>(top - top / 2 + 1));
+          d = std::ldexp(mantissa<T>(rng), up * k);
+        }
+        level += std::log2(std::fabs(d));
+        break;
+      }
       case Pattern::kSpecials: {
         const uint64_t r = rng() % 4096;
         if (r == 0) d = 0.0;
@@ -289,8 +341,9 @@ class TypeNames {
 };
 TYPED_TEST_SUITE(ExactProd, Types, TypeNames);
 
-constexpr Pattern kPatterns[] = {Pattern::kNearOne,  Pattern::kExcursions,   Pattern::kSubnormals,
-                                 Pattern::kSpecials, Pattern::kModerateWalk, Pattern::kWideWalk};
+constexpr Pattern kPatterns[] = {Pattern::kNearOne,   Pattern::kExcursions,   Pattern::kSubnormals,
+                                 Pattern::kSpecials,  Pattern::kModerateWalk, Pattern::kWideWalk,
+                                 Pattern::kBinadeRuns};
 
 // Every output of rows longer than several spans within the bound, every direction.
 TYPED_TEST(ExactProd, RowsWithinTheBound) {

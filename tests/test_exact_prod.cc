@@ -300,12 +300,10 @@ std::vector<T> make_terms(Pattern pattern, Rng& rng, std::size_t n) {
         const uint64_t r = rng() % 256;  // rare enough that most groups of 64 have neither
         const int bound = std::min({14, f.emax, -f.emin});
         const double sign = rng() % 2 != 0 ? -1.0 : 1.0;
-        if (r == 0) {  // the bound itself
-          d = sign * std::ldexp(1.0, up * bound);
-        } else if (r == 1) {  // the nearest value outside the bound
+        if (r < 2) {  // the bound itself, or the nearest value outside it
           const double outside =
               up > 0 ? 1 + std::ldexp(1.0, 1 - f.precision) : 1 - std::ldexp(1.0, -f.precision);
-          d = sign * std::ldexp(outside, up * bound);
+          d = sign * std::ldexp(r == 0 ? 1.0 : outside, up * bound);
         } else {
           const int k =
               top / 2 + static_cast<int>(rng() % static_cast<unsigned>(top - top / 2 + 1));

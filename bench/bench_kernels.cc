@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cumulus/ops.h"
+#include "kernels/kernels.h"
 #include "random_input.h"
 #include "reduced_scan.h"
 #include "streaming.h"
@@ -299,6 +300,25 @@ void register_compute() {
         for (auto _ : state) {
           product ? cumulus::cumprod(x, 0, y.view()) : cumulus::cumsum(x, 0, y.view());
           benchmark::ClobberMemory();
+        }
+        state.SetItemsProcessed(state.iterations() * kN);
+      });
+    }
+  }
+  // A floating row's total alone (what a long row's look-back reads ahead of its scan), in the
+  // same way: against Compute/CumSum and Compute/CumProd, the share of a scan it costs.
+  for (const bool product : {false, true}) {
+    for (DType dtype : cumulus::kAllDTypes) {
+      if (!cumulus::is_floating(dtype)) continue;
+      const std::string name =
+          std::string(product ? "Compute/CumProdTotal/" : "Compute/CumSumTotal/") +
+          std::string(cumulus::dtype_name(dtype)) + "/" + std::to_string(kN);
+      benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+        const Tensor x = random_tensor(dtype, {kN});
+        const auto& table = cumulus::detail::kernels();
+        const auto total = (product ? table.cumprod : table.cumsum)[static_cast<int>(dtype)].total;
+        for (auto _ : state) {
+          benchmark::DoNotOptimize(total(x.raw(), static_cast<std::size_t>(kN)));
         }
         state.SetItemsProcessed(state.iterations() * kN);
       });

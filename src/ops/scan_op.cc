@@ -335,10 +335,11 @@ std::optional<Carry> scan_long_line(OpKind op, DType dtype, const std::byte* x, 
     // at 0.35 than at 0.5, float16 and bfloat16 [64M] 9-15% faster at 0.25 (their scans cost more
     // against their totals). Since the narrow types' CumProd scans multiply moderate terms
     // unsplit, their totals cost half a scan: on a Zen 4, CumProd float32 [64M] 26.1-26.8 ms at
-    // 0.5 against 26.9-29.0 at 0.4 (AVX2 27.1-27.4 against 27.8-28.4).
-    const double share = spans                      ? (dtype == DType::kFloat64 ? 0.6 : 0.5)
-                         : dtype == DType::kFloat32 ? 0.35
-                                                    : 0.25;
+    // 0.5 against 26.9-29.0 at 0.4 (AVX2 27.1-27.4 against 27.8-28.4). There a float32 CumSum
+    // total costs 0.21-0.24 of its scan in cache (Compute/CumSumTotal), and [64M] took 20.3-20.9
+    // ms at 0.25 against 21.4-21.6 at 0.35 and 21.0-21.4 at 0.2 (AVX2 21.4-21.6, 22.4-22.7,
+    // 21.8-22.6).
+    const double share = spans ? (dtype == DType::kFloat64 ? 0.6 : 0.5) : 0.25;
     return scan_split_row(kernel, tuning, piece, spans ? unit : 0, share, x, y, length,
                           dtype_size(dtype), options, start, carry_after);
   }

@@ -338,8 +338,11 @@ std::optional<Carry> scan_long_line(OpKind op, DType dtype, const std::byte* x, 
     // 0.5 against 26.9-29.0 at 0.4 (AVX2 27.1-27.4 against 27.8-28.4). There a float32 CumSum
     // total costs 0.21-0.24 of its scan in cache (Compute/CumSumTotal), and [64M] took 20.3-20.9
     // ms at 0.25 against 21.4-21.6 at 0.35 and 21.0-21.4 at 0.2 (AVX2 21.4-21.6, 22.4-22.7,
-    // 21.8-22.6).
-    const double share = spans ? (dtype == DType::kFloat64 ? 0.6 : 0.5) : 0.25;
+    // 21.8-22.6). A float32 CumProd total costs 0.57-0.61 of its scan in cache (float16 and
+    // bfloat16 0.45-0.49; Compute/CumProdTotal), and [64M] took 24.5-25.1 ms at 0.6 against
+    // 25.3-25.5 at 0.5 (AVX2 26.5-26.7 against 27.0-27.3).
+    const bool costly = dtype == DType::kFloat64 || dtype == DType::kFloat32;
+    const double share = spans ? (costly ? 0.6 : 0.5) : 0.25;
     return scan_split_row(kernel, tuning, piece, spans ? unit : 0, share, x, y, length,
                           dtype_size(dtype), options, start, carry_after);
   }

@@ -15,8 +15,11 @@ inline constexpr std::size_t kScanColumnTile = 1024;
 // reads a row of the tile from another page, and its pairs' state (six arrays of doubles) stays in
 // L1. float32 [4096,16384] along axis 0, two threads (`cumulus perf`, medians of 7, four rounds
 // alternated, Zen 5): 12.6-17.7 ms at 256, 13.6-15.6 at 512, 13.6-17.7 at 1024 with AVX-512;
-// 16.6-19.0, 14.6-15.5 and 15.9-19.0 with AVX2. Timing only: the columns are independent.
-inline constexpr std::size_t kExactColumnTile = 512;
+// 16.6-19.0, 14.6-15.5 and 15.9-19.0 with AVX2. On a Zen 4 (four rounds): 18.8-19.1 ms at 512,
+// 15.9-17.6 at 256 with AVX-512, 21.0-22.3 and 17.4-18.7 with AVX2; [8,4096,2048] along axis 1
+// 21.1-22.9 and 17.2-18.5, 23.5-26.0 and 18.9-21.0; 1024 slower than 512 on both, 128 mixed
+// (AVX2 faster, AVX-512 slower than 256). Timing only: the columns are independent.
+inline constexpr std::size_t kExactColumnTile = 256;
 
 // Outputs of a Sum row accumulated at a time by the scalar loop.
 inline constexpr std::size_t kSumChunk = 256;

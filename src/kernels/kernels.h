@@ -72,12 +72,29 @@ struct SumRow {
 };
 using SumKernel = void (*)(const SumRow& row) noexcept;
 
+// A forward piece of a long row (at most kMaxSpansPerPiece spans) whose carry another thread
+// provides: the kernel forms the piece's span totals (its scan's own first pass), hands them to
+// `handoff`, which returns the carry before the piece once it is known (false: nothing before) and
+// publishes the carry after it, then scans the piece from that carry. So a piece is read once from
+// memory for its totals and its scan.
+struct ChainedScan {
+  const void* x;
+  void* y;
+  std::size_t length;
+  bool exclusive;
+  bool stream;
+  bool (*handoff)(void* context, const Carry* totals, std::size_t count, Carry* before);
+  void* context;
+};
+using ChainedScanKernel = void (*)(const ChainedScan& scan) noexcept;
+
 struct ScanKernels {
   ScanKernel block;
   RowScanKernel rows;
   TotalKernel total;
   CombineKernel combine;
-  bool block_carries = false;  // whether `block` takes ScanBlock's carries
+  bool block_carries = false;           // whether `block` takes ScanBlock's carries
+  ChainedScanKernel chained = nullptr;  // float64 CumProd only
 };
 
 struct KernelTable {

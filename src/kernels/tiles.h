@@ -36,6 +36,8 @@ inline constexpr std::size_t kFloatLanes = 8;
 // each step of its outputs met in one set of the L1 cache (Compute/CumProd/float64 on a Zen 4 core,
 // AVX-512: 0.78-0.87 G elements/s at 4096, 1.19-1.37 at 4160).
 inline constexpr std::size_t kProductSpan = 4160;
+// The most spans of a floating CumProd in one piece of a long row: its spans' totals share a
+// round's slots, and a chained piece's kernel holds each span's first pass until its carry comes.
 inline constexpr std::size_t kMaxSpansPerPiece = 8;
 
 // How far ahead of its reads a streaming loop asks for its input (vec.inc's prefetch_ahead). With

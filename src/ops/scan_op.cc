@@ -303,11 +303,11 @@ detail::Carry scan_lookback_row(const detail::ScanKernels& kernel, const detail:
 }
 
 // Blocks of whole spans claimed in turn, for the kernels that scan a piece from a hand-off
-// (ScanKernels::chained, float64 CumProd forward): a block's kernel forms its span totals, takes
-// the carry after the block before it (a strict chain: the totals fold into it one by one, in
-// order, so the bits are one pass's), publishes its own, then scans from that carry. Each block is
-// read from memory once: the totals are its scan's own first pass, and the scan's second finds
-// the block in the cache. Returns the carry after the row.
+// (ScanKernels::chained, float32 and float64 CumProd forward): a block's kernel forms its span
+// totals, takes the carry after the block before it (a strict chain: the totals fold into it one by
+// one, in order, so the bits are one pass's), publishes its own, then scans from that carry. Each
+// block is read from memory once: the totals are its scan's own first pass, and the scan's second
+// finds the block in the cache. Returns the carry after the row.
 detail::Carry scan_chained_row(const detail::ScanKernels& kernel, std::size_t block,
                                const detail::Tuning& tuning, const std::byte* x, std::byte* y,
                                std::size_t length, std::size_t item, ScanOptions options,
@@ -390,9 +390,10 @@ std::optional<Carry> scan_long_line(OpKind op, DType dtype, const std::byte* x, 
   const std::size_t piece =
       spans ? std::clamp<std::size_t>(tuning.piece / unit, 1, detail::kMaxSpansPerPiece) * unit
             : unit;
-  // A forward float64 CumProd row in blocks of a piece chained from thread to thread: two
-  // threads, alternated, four rounds, [32M] 21.0-29.2 -> 20.0-23.2 ms with AVX-512, 24.5-37.2 ->
-  // 20.0-22.8 with AVX2, against the cut per thread below.
+  // A forward float64 or float32 CumProd row (the kernels with regions) in blocks of a piece
+  // chained from thread to thread: two threads, alternated, four rounds, float64 [32M]
+  // 21.0-29.2 -> 20.0-23.2 ms with AVX-512, 24.5-37.2 -> 20.0-22.8 with AVX2, against the cut per
+  // thread below.
   if (kernel.chained != nullptr && !options.reverse && detail::parallel_width() > 1) {
     const detail::Carry after =
         scan_chained_row(kernel, piece, tuning, x, y, length, dtype_size(dtype), options, start);

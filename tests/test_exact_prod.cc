@@ -458,8 +458,8 @@ TYPED_TEST(ExactProd, TotalsIdenticalAcrossTables) {
 // The ops layer takes floating CumProd's totals span by span, whatever the tuning's piece (one
 // span, or several in one piece) and whether a long row is scanned in place (pieces in rounds) or
 // not (a segment per thread): the span is the kernels' evaluation order. A table that records the
-// lengths its total() is asked for sees the cut. float16: float32 and float64 rows going forward on
-// several threads are chained pieces (ChainedScan), which take no totals.
+// lengths its total() is asked for sees the cut. Not in place the row is scanned backward: forward,
+// several threads take it in chained pieces (ChainedScan), whose kernel forms the totals itself.
 std::mutex g_total_mutex;
 std::vector<std::size_t> g_total_lengths;
 cumulus::detail::Carry recording_total(const void* x, std::size_t n) noexcept {
@@ -467,19 +467,18 @@ cumulus::detail::Carry recording_total(const void* x, std::size_t n) noexcept {
     const std::lock_guard lock(g_total_mutex);
     g_total_lengths.push_back(n);
   }
-  return cumulus::detail::scalar_kernels().cumprod[static_cast<int>(DType::kFloat16)].total(x, n);
+  return cumulus::detail::scalar_kernels().cumprod[static_cast<int>(DType::kFloat32)].total(x, n);
 }
 TEST(ExactProdPieces, LongRowsAreCutIntoSpans) {
   constexpr std::size_t kSpan = cumulus::detail::kProductSpan;
   KernelTable recording = cumulus::detail::scalar_kernels();
-  recording.cumprod[static_cast<int>(DType::kFloat16)].total = &recording_total;
+  recording.cumprod[static_cast<int>(DType::kFloat32)].total = &recording_total;
   Rng rng(3);
   for (const bool in_place : {true, false}) {
     // In place, one thread totals every span of the row; else, with three threads, the first two
-    // segments are totalled (whole spans), the last one is not.
+    // segments in scan order are totalled (whole spans), the last one is not.
     const std::size_t spans = in_place ? 3 : 12;
-    const std::vector<cumulus::Float16> x =
-        make_terms<cumulus::Float16>(Pattern::kNearOne, rng, spans * kSpan + 5);
+    const std::vector<float> x = make_terms<float>(Pattern::kNearOne, rng, spans * kSpan + 5);
     const Shape row = {static_cast<int64_t>(x.size())};
     for (std::size_t piece : {std::size_t{37}, 2 * kSpan + 1}) {
       Tuning t;
@@ -488,11 +487,13 @@ TEST(ExactProdPieces, LongRowsAreCutIntoSpans) {
       t.pieces_per_round = 2;
       t.table = &recording;
       g_total_lengths.clear();
-      std::vector<cumulus::Float16> split;
+      ScanOptions o;
+      o.reverse = !in_place;
+      std::vector<float> split;
       {
         const ScopedTuning s(t);
         const ScopedThreads threads(in_place ? 1 : 3);
-        split = cumprod(x, row, {}, in_place);
+        split = cumprod(x, row, o, in_place);
       }
       if (in_place) {
         EXPECT_EQ(g_total_lengths, (std::vector<std::size_t>{kSpan, kSpan, kSpan, 5})) << piece;
@@ -504,7 +505,7 @@ TEST(ExactProdPieces, LongRowsAreCutIntoSpans) {
       Tuning whole;
       whole.table = &cumulus::detail::scalar_kernels();
       const ScopedTuning s(whole);
-      EXPECT_TRUE(same_bits(split, cumprod(x, row, {}))) << piece << " in place " << in_place;
+      EXPECT_TRUE(same_bits(split, cumprod(x, row, o))) << piece << " in place " << in_place;
     }
   }
 }

@@ -94,7 +94,7 @@ struct ScanKernels {
   TotalKernel total;
   CombineKernel combine;
   bool block_carries = false;           // whether `block` takes ScanBlock's carries
-  ChainedScanKernel chained = nullptr;  // float32 and float64 CumProd only
+  ChainedScanKernel chained = nullptr;  // floating CumProd only
 };
 
 struct KernelTable {

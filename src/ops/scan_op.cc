@@ -303,7 +303,7 @@ detail::Carry scan_lookback_row(const detail::ScanKernels& kernel, const detail:
 }
 
 // Blocks of whole spans claimed in turn, for the kernels that scan a piece from a hand-off
-// (ScanKernels::chained, float32 and float64 CumProd forward): a block's kernel forms its span
+// (ScanKernels::chained, floating CumProd forward): a block's kernel forms its span
 // totals, takes the carry after the block before it (a strict chain: the totals fold into it one by
 // one, in order, so the bits are one pass's), publishes its own, then scans from that carry. Each
 // block is read from memory once: the totals are its scan's own first pass, and the scan's second
@@ -390,8 +390,8 @@ std::optional<Carry> scan_long_line(OpKind op, DType dtype, const std::byte* x, 
   const std::size_t piece =
       spans ? std::clamp<std::size_t>(tuning.piece / unit, 1, detail::kMaxSpansPerPiece) * unit
             : unit;
-  // A forward float64 or float32 CumProd row (the kernels with regions) in blocks of a piece
-  // chained from thread to thread: two threads, alternated, four rounds, float64 [32M]
+  // A forward floating CumProd row in blocks of a piece chained from thread to thread: two
+  // threads, alternated, four rounds, float64 [32M]
   // 21.0-29.2 -> 20.0-23.2 ms with AVX-512, 24.5-37.2 -> 20.0-22.8 with AVX2, against the cut per
   // thread below.
   if (kernel.chained != nullptr && !options.reverse && detail::parallel_width() > 1) {
@@ -411,7 +411,9 @@ std::optional<Carry> scan_long_line(OpKind op, DType dtype, const std::byte* x, 
     // ms at 0.25 against 21.4-21.6 at 0.35 and 21.0-21.4 at 0.2 (AVX2 21.4-21.6, 22.4-22.7,
     // 21.8-22.6). A float32 CumProd total costs 0.57-0.61 of its scan in cache (float16 and
     // bfloat16 0.45-0.49; Compute/CumProdTotal), and [64M] took 24.5-25.1 ms at 0.6 against
-    // 25.3-25.5 at 0.5 (AVX2 26.5-26.7 against 27.0-27.3).
+    // 25.3-25.5 at 0.5 (AVX2 26.5-26.7 against 27.0-27.3). Since CumProd went in regions only
+    // backward rows come here; float32 backward [64M] measured level at 0.35 and 0.6 (AVX-512
+    // 34.8-41.3 against 39.5-41.7 ms, AVX2 49.9-56.6 against 46.9-56.8).
     const bool costly = dtype == DType::kFloat64 || dtype == DType::kFloat32;
     const double share = spans ? (costly ? 0.6 : 0.5) : 0.25;
     return scan_split_row(kernel, tuning, piece, spans ? unit : 0, share, x, y, length,

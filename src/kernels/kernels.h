@@ -72,16 +72,18 @@ struct SumRow {
 };
 using SumKernel = void (*)(const SumRow& row) noexcept;
 
-// A forward piece of a long row (at most kMaxSpansPerPiece spans) whose carry another thread
-// provides: the kernel forms the piece's span totals (its scan's own first pass), hands them to
-// `handoff`, which returns the carry before the piece once it is known (false: nothing before) and
-// publishes the carry after it, then scans the piece from that carry. So a piece is read once from
-// memory for its totals and its scan.
+// A piece of a long row (at most kMaxSpansPerPiece spans, cut as one pass cuts the row: from its
+// end when `reverse`) whose carry another thread provides: the kernel forms the piece's span totals
+// (its scan's own first pass), hands them to `handoff` in scan order, which returns the carry
+// before the piece once it is known (false: nothing before) and publishes the carry after it, then
+// scans the piece from that carry. So a piece is read once from memory for its totals and its
+// scan.
 struct ChainedScan {
-  const void* x;
+  const void* x;  // the piece's first element in memory
   void* y;
   std::size_t length;
   bool exclusive;
+  bool reverse;
   bool stream;
   bool (*handoff)(void* context, const Carry* totals, std::size_t count, Carry* before);
   void* context;

@@ -302,12 +302,12 @@ detail::Carry scan_lookback_row(const detail::ScanKernels& kernel, const detail:
   return states.back().after;
 }
 
-// Blocks of whole spans claimed in turn, for the kernels that scan a piece from a hand-off
-// (ScanKernels::chained, floating CumProd forward): a block's kernel forms its span
-// totals, takes the carry after the block before it (a strict chain: the totals fold into it one by
-// one, in order, so the bits are one pass's), publishes its own, then scans from that carry. Each
-// block is read from memory once: the totals are its scan's own first pass, and the scan's second
-// finds the block in the cache. Returns the carry after the row.
+// Blocks of whole spans claimed in turn (from the row's end for a backward scan), for the kernels
+// that scan a piece from a hand-off (ScanKernels::chained, floating CumProd): a block's kernel
+// forms its span totals, takes the carry after the block before it (a strict chain: the totals fold
+// into it one by one, in order, so the bits are one pass's), publishes its own, then scans from
+// that carry. Each block is read from memory once: the totals are its scan's own first pass, and
+// the scan's second finds the block in the cache. Returns the carry after the row.
 detail::Carry scan_chained_row(const detail::ScanKernels& kernel, std::size_t block,
                                const detail::Tuning& tuning, const std::byte* x, std::byte* y,
                                std::size_t length, std::size_t item, ScanOptions options,
@@ -353,10 +353,11 @@ detail::Carry scan_chained_row(const detail::ScanKernels& kernel, std::size_t bl
   detail::parallel_for(detail::parallel_width(), 1, [&](std::size_t, std::size_t) {
     for (std::size_t k = next.fetch_add(1, std::memory_order_relaxed); k < blocks;
          k = next.fetch_add(1, std::memory_order_relaxed)) {
-      const std::size_t start = k * block;
+      const std::size_t n = std::min(block, length - k * block);
+      const std::size_t start = options.reverse ? length - k * block - n : k * block;
       Handoff h{kernel, states, before, k};
-      kernel.chained({x + start * item, y + start * item, std::min(block, length - start),
-                      options.exclusive, stream, handoff, &h});
+      kernel.chained({x + start * item, y + start * item, n, options.exclusive, options.reverse,
+                      stream, handoff, &h});
     }
   });
   return states.back().after;
@@ -390,32 +391,25 @@ std::optional<Carry> scan_long_line(OpKind op, DType dtype, const std::byte* x, 
   const std::size_t piece =
       spans ? std::clamp<std::size_t>(tuning.piece / unit, 1, detail::kMaxSpansPerPiece) * unit
             : unit;
-  // A forward floating CumProd row in blocks of a piece chained from thread to thread: two
-  // threads, alternated, four rounds, float64 [32M]
-  // 21.0-29.2 -> 20.0-23.2 ms with AVX-512, 24.5-37.2 -> 20.0-22.8 with AVX2, against the cut per
-  // thread below.
-  if (kernel.chained != nullptr && !options.reverse && detail::parallel_width() > 1) {
+  // A floating CumProd row in blocks of a piece chained from thread to thread, either way: two
+  // threads, alternated, four rounds, float64 [32M] forward 21.0-29.2 -> 20.0-23.2 ms with
+  // AVX-512, 24.5-37.2 -> 20.0-22.8 with AVX2, against the cut per thread below; backward, three
+  // rounds, float64 [32M] 25.4-27.2 -> 19.2-22.0 and 34.5-37.2 -> 23.3-25.6, float32 [64M]
+  // 31.9-37.5 -> 18.5-26.0 and 38.0-39.1 -> 26.6-34.6.
+  if (kernel.chained != nullptr && detail::parallel_width() > 1) {
     const detail::Carry after =
         scan_chained_row(kernel, piece, tuning, x, y, length, dtype_size(dtype), options, start);
     return carry_after ? std::optional{after} : std::nullopt;
   }
   if (x != y) {  // in place, a segment's scan would overwrite what its total reads
     // A total's cost over its scan's, each read from memory, two threads, as measured on a Zen 5
-    // (`cumulus perf`, medians of 7, alternated): CumProd float64 [32M] fastest at 0.5-0.6 (0.7:
-    // 3-5% slower), float32 [64M] at 0.3-0.4 (0.5: 5-10% slower); CumSum float32 [64M] 5% faster
-    // at 0.35 than at 0.5, float16 and bfloat16 [64M] 9-15% faster at 0.25 (their scans cost more
-    // against their totals). Since the narrow types' CumProd scans multiply moderate terms
-    // unsplit, their totals cost half a scan: on a Zen 4, CumProd float32 [64M] 26.1-26.8 ms at
-    // 0.5 against 26.9-29.0 at 0.4 (AVX2 27.1-27.4 against 27.8-28.4). There a float32 CumSum
-    // total costs 0.21-0.24 of its scan in cache (Compute/CumSumTotal), and [64M] took 20.3-20.9
-    // ms at 0.25 against 21.4-21.6 at 0.35 and 21.0-21.4 at 0.2 (AVX2 21.4-21.6, 22.4-22.7,
-    // 21.8-22.6). A float32 CumProd total costs 0.57-0.61 of its scan in cache (float16 and
-    // bfloat16 0.45-0.49; Compute/CumProdTotal), and [64M] took 24.5-25.1 ms at 0.6 against
-    // 25.3-25.5 at 0.5 (AVX2 26.5-26.7 against 27.0-27.3). Since CumProd went in regions only
-    // backward rows come here; float32 backward [64M] measured level at 0.35 and 0.6 (AVX-512
-    // 34.8-41.3 against 39.5-41.7 ms, AVX2 49.9-56.6 against 46.9-56.8).
-    const bool costly = dtype == DType::kFloat64 || dtype == DType::kFloat32;
-    const double share = spans ? (costly ? 0.6 : 0.5) : 0.25;
+    // (`cumulus perf`, medians of 7, alternated): CumSum float32 [64M] 5% faster at 0.35 than at
+    // 0.5, float16 and bfloat16 [64M] 9-15% faster at 0.25 (their scans cost more against their
+    // totals). On a Zen 4 a float32 CumSum total costs 0.21-0.24 of its scan in cache
+    // (Compute/CumSumTotal), and [64M] took 20.3-20.9 ms at 0.25 against 21.4-21.6 at 0.35 and
+    // 21.0-21.4 at 0.2 (AVX2 21.4-21.6, 22.4-22.7, 21.8-22.6). Floating CumProd comes here on one
+    // thread only (one segment; several chain their pieces above).
+    const double share = 0.25;
     return scan_split_row(kernel, tuning, piece, spans ? unit : 0, share, x, y, length,
                           dtype_size(dtype), options, start, carry_after);
   }

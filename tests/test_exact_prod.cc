@@ -427,6 +427,56 @@ TEST(ExactProdLong, Float64SinksThroughSubnormals) {
   }
 }
 
+// float64 spans whose terms lie in [2^-60, 2^61), which the vector tables scan without splitting
+// them: products that sink far below double's range (factors 2^-20 to 2^-1, the outputs below
+// 2^-1076 after the first spans: zeros), that walk between 2^-3000 and 2^3000 (every distance from
+// the range), and that stay near 1 (each output one exact scaling); the same bits from every
+// table and thread count as the scalar table's, within the bound.
+TEST(ExactProdLong, Float64ModerateSpansEveryWay) {
+  Rng rng(61);
+  constexpr std::size_t kN = 5 * cumulus::detail::kProductSpan + 333;
+  for (int kind = 0; kind < 3; ++kind) {
+    std::vector<double> x(kN);
+    int level = 0, up = -1;
+    for (std::size_t i = 0; i < kN; ++i) {
+      const double sign = rng() % 2 != 0 ? -1 : 1;
+      if (kind == 2) {
+        x[i] = sign * uniform(rng, 0.97, 1.03);
+        continue;
+      }
+      const int k =
+          kind == 0 ? -1 - static_cast<int>(rng() % 20) : up * static_cast<int>(rng() % 25);
+      level += k;
+      if (level < -3000) up = 1;
+      if (level > 3000) up = -1;
+      x[i] = sign * std::ldexp(uniform(rng, 1, 2), k);
+    }
+    const Shape row = {static_cast<int64_t>(kN)};
+    for (ScanOptions o : kModes) {
+      Tuning base;
+      base.table = &cumulus::detail::scalar_kernels();
+      std::vector<double> want;
+      {
+        const ScopedTuning s(base);
+        const ScopedThreads one(1);
+        want = cumprod(x, row, o);
+      }
+      const std::string what = "kind " + std::to_string(kind) + ", " + mode_name(o);
+      EXPECT_EQ(check_line(x.data(), want.data(), kN, 1, o, what), 0) << what;
+      for (const KernelTable* table : tables()) {
+        for (int threads : {1, 2, 3}) {
+          Tuning t;
+          t.table = table;
+          const ScopedTuning s(t);
+          const ScopedThreads th(threads);
+          EXPECT_TRUE(same_bits(cumprod(x, row, o), want))
+              << what << ", " << table->isa << ", " << threads << " threads";
+        }
+      }
+    }
+  }
+}
+
 TEST(ExactProdLong, Float32MillionTerms) { check_million_terms<float>(); }
 TEST(ExactProdLong, Float64MillionTerms) { check_million_terms<double>(); }
 

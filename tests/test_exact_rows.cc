@@ -2,8 +2,8 @@
 // that prove a block's double sums exact, at its boundaries, against the independent exact::Sum
 // (exact.h), on every kernel table, with and without long-row pieces (whose carries enter the
 // guard), in all four directions; float64's blocks of lanes where each of their exactness tests
-// fails, also through the row kernels directly (in place, streamed, at every alignment, NaN bits
-// the row path's).
+// fails, also through the row and chained kernels directly (in place, streamed, at every alignment,
+// NaN bits the row path's).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,12 +13,14 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cumulus/ops.h"
 #include "exact.h"
 #include "exact_types.h"
 #include "kernels/kernels.h"
+#include "kernels/tiles.h"
 #include "ops/tuning.h"
 #include "reference.h"
 #include "scoped.h"
@@ -249,8 +251,36 @@ uint64_t row_path_nan() {
   return bits(sum.to_double());
 }
 
-// The row kernels of every table on x[offset, end): every direction, in place and not, streamed
-// and not, bit for bit (NaN too) against the exact sums.
+// A table's chained kernel (where it has one) on the row of n elements at x, out to y, in pieces
+// cut a third of the way in scan order and then as long as the kernel takes: each one's carry the
+// totals before it, passed as the ops layer's hand-off passes them.
+void run_f64_chained(const cumulus::detail::ScanKernels& kernel, const double* x, double* y,
+                     std::size_t n, ScanOptions o, bool stream) {
+  using cumulus::detail::Carry;
+  struct Chain {
+    const cumulus::detail::ScanKernels& kernel;
+    bool has = false;
+    Carry after;
+  } chain{kernel};
+  const auto handoff = [](void* context, const Carry* totals, std::size_t count, Carry* before) {
+    auto& c = *static_cast<Chain*>(context);
+    EXPECT_EQ(count, 1u);
+    const bool had = c.has;
+    if (had) *before = c.after;
+    c.after = had ? c.kernel.combine(c.after, totals[0]) : totals[0];
+    c.has = true;
+    return had;
+  };
+  constexpr std::size_t kMost = cumulus::detail::kMaxF64ChainedPiece;
+  for (std::size_t from = 0, length = std::min(n / 3, kMost); from < n;
+       from += length, length = std::min(n - from, kMost)) {
+    const std::size_t at = o.reverse ? n - from - length : from;
+    kernel.chained({x + at, y + at, length, o.exclusive, o.reverse, stream, handoff, &chain});
+  }
+}
+
+// The row kernels of every table on x[offset, end) (and the chained ones, in two pieces): every
+// direction, in place and not, streamed and not, bit for bit (NaN too) against the exact sums.
 void check_f64_kernels(const std::vector<double>& x, std::size_t offset, const std::string& what) {
   const std::size_t n = x.size() - offset;
   for (const ScanOptions o : kAllOptions) {
@@ -264,26 +294,27 @@ void check_f64_kernels(const std::vector<double>& x, std::size_t offset, const s
       if (nan_bits(want[i], exact::kBinary64)) want[i] = row_path_nan();
     }
     for (const KernelTable* table : tables()) {
-      for (const bool in_place : {false, true}) {
-        for (const bool stream : {false, true}) {
-          std::vector<double> y = in_place ? x : std::vector<double>(x.size(), -7.0);
-          const RowScan s{(in_place ? y.data() : x.data()) + offset,
-                          y.data() + offset,
-                          1,
-                          n,
-                          o.exclusive,
-                          o.reverse,
-                          nullptr,
-                          stream};
-          table->cumsum[static_cast<int>(cumulus::DType::kFloat64)].rows(s);
-          for (std::size_t i = 0; i < n; ++i) {
-            if (bits(y[offset + i]) == want[i]) continue;
-            ADD_FAILURE() << what << " (" << table->isa << ", offset " << offset
-                          << (o.exclusive ? ", exclusive" : "") << (o.reverse ? ", reverse" : "")
-                          << (in_place ? ", in place" : "") << (stream ? ", streamed" : "")
-                          << "): output " << i << " has bits 0x" << std::hex << bits(y[offset + i])
-                          << ", exact 0x" << want[i];
-            return;
+      const auto& kernel = table->cumsum[static_cast<int>(cumulus::DType::kFloat64)];
+      for (const bool chained : {false, true}) {
+        if (chained && kernel.chained == nullptr) continue;
+        for (const bool in_place : {false, true}) {
+          for (const bool stream : {false, true}) {
+            std::vector<double> y = in_place ? x : std::vector<double>(x.size(), -7.0);
+            const double* in = (in_place ? y.data() : x.data()) + offset;
+            if (chained) {
+              run_f64_chained(kernel, in, y.data() + offset, n, o, stream);
+            } else {
+              kernel.rows({in, y.data() + offset, 1, n, o.exclusive, o.reverse, nullptr, stream});
+            }
+            for (std::size_t i = 0; i < n; ++i) {
+              if (bits(y[offset + i]) == want[i]) continue;
+              ADD_FAILURE() << what << " (" << table->isa << (chained ? " chained" : "")
+                            << ", offset " << offset << (o.exclusive ? ", exclusive" : "")
+                            << (o.reverse ? ", reverse" : "") << (in_place ? ", in place" : "")
+                            << (stream ? ", streamed" : "") << "): output " << i << " has bits 0x"
+                            << std::hex << bits(y[offset + i]) << ", exact 0x" << want[i];
+              return;
+            }
           }
         }
       }

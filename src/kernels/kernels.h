@@ -72,12 +72,12 @@ struct SumRow {
 };
 using SumKernel = void (*)(const SumRow& row) noexcept;
 
-// A piece of a long row (at most kMaxSpansPerPiece spans, cut as one pass cuts the row: from its
-// end when `reverse`) whose carry another thread provides: the kernel forms the piece's span totals
-// (its scan's own first pass), hands them to `handoff` in scan order, which returns the carry
-// before the piece once it is known (false: nothing before) and publishes the carry after it, then
-// scans the piece from that carry. So a piece is read once from memory for its totals and its
-// scan.
+// A piece of a long row whose carry another thread provides (a floating CumProd's: at most
+// kMaxSpansPerPiece spans, cut as one pass cuts the row, from its end when `reverse`; a float64
+// CumSum's: at most kMaxF64ChainedPiece elements): the kernel forms the piece's totals (its scan's
+// own first pass), hands them to `handoff` in scan order, which returns the carry before the piece
+// once it is known (false: nothing before) and publishes the carry after it, then scans the piece
+// from that carry. So a piece is read once from memory for its totals and its scan.
 struct ChainedScan {
   const void* x;  // the piece's first element in memory
   void* y;
@@ -96,7 +96,7 @@ struct ScanKernels {
   TotalKernel total;
   CombineKernel combine;
   bool block_carries = false;           // whether `block` takes ScanBlock's carries
-  ChainedScanKernel chained = nullptr;  // floating CumProd only
+  ChainedScanKernel chained = nullptr;  // floating CumProd, float64 CumSum (vector tables)
 };
 
 struct KernelTable {

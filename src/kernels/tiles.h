@@ -40,6 +40,10 @@ inline constexpr std::size_t kProductSpan = 4160;
 // round's slots, and a chained piece's kernel holds each span's first pass until its carry comes.
 inline constexpr std::size_t kMaxSpansPerPiece = 8;
 
+// The most elements of a piece of a long float64 CumSum row that a kernel scans chained
+// (ScanKernels::chained): its first pass keeps what it found of each block of 2048 for the scan.
+inline constexpr std::size_t kMaxF64ChainedPiece = std::size_t{1} << 17;
+
 // How far ahead of its reads a streaming loop asks for its input (vec.inc's prefetch_ahead). With
 // the hardware prefetcher alone, a row scan's loads waited on memory while its arithmetic idled,
 // and the other way round: asking this far ahead lets the two overlap (float32 [4096,16384] along

@@ -234,8 +234,18 @@ std::optional<detail::Carry> scan_split_row(const detail::ScanKernels& kernel,
   return after;
 }
 
-// A long row of integers (wrapping sums, products) or a float64 CumSum (exact sums), not a
-// floating CumProd (whose spans fix the cut): cut into blocks of the tuning's piece, which the
+// The blocks a long row's threads claim in turn: the tuning's piece, or up to four pieces where
+// the row still holds 64 blocks: fewer hand-offs, and the totals' passes longer (two threads,
+// alternated, five rounds: int32 [64M] 12.3-14.0 -> 11.5-13.3 ms with AVX-512, 12.9-13.2 ->
+// 11.5-11.7 with AVX2; float64 [32M] 17.1-18.0 -> 16.6-17.5 and 19.2-20.1 -> 18.9-19.1; eight and
+// sixteen pieces no faster than four, sixteen slower). Any cut gives the same bits.
+std::size_t lookback_block(const detail::Tuning& tuning, std::size_t length) {
+  return std::max(tuning.piece, std::min(4 * tuning.piece, length / 64));
+}
+
+// A long row of integers (wrapping sums, products) or a float64 CumSum (exact sums) where the
+// kernels have no chained scan (the scalar table), not a floating CumProd (whose spans fix the
+// cut): cut into blocks of the tuning's piece, which the
 // threads claim in scan order. A block's total brings it into its thread's cache; the thread
 // publishes it, takes the carry before the block from the blocks before (decoupled look-back: the
 // nearest block whose carry after it is known, plus the totals of the blocks after that one),
@@ -249,12 +259,7 @@ detail::Carry scan_lookback_row(const detail::ScanKernels& kernel, const detail:
                                 const std::byte* x, std::byte* y, std::size_t length,
                                 std::size_t item, ScanOptions options,
                                 const detail::Carry* before) {
-  // Blocks of the tuning's piece, or up to four pieces where the row still holds 64 blocks: fewer
-  // hand-offs, and the totals' passes longer (two threads, alternated, five rounds: int32 [64M]
-  // 12.3-14.0 -> 11.5-13.3 ms with AVX-512, 12.9-13.2 -> 11.5-11.7 with AVX2; float64 [32M]
-  // 17.1-18.0 -> 16.6-17.5 and 19.2-20.1 -> 18.9-19.1; eight and sixteen pieces no faster than
-  // four, sixteen slower). Any cut gives the same bits.
-  const std::size_t block = std::max(tuning.piece, std::min(4 * tuning.piece, length / 64));
+  const std::size_t block = lookback_block(tuning, length);
   const std::size_t blocks = (length + block - 1) / block;
   const bool stream = x != y && length * item >= tuning.stream_bytes;
   enum : int { kNothing = 0, kTotal = 1, kCarryAfter = 2 };
@@ -302,12 +307,12 @@ detail::Carry scan_lookback_row(const detail::ScanKernels& kernel, const detail:
   return states.back().after;
 }
 
-// Blocks of whole spans claimed in turn (from the row's end for a backward scan), for the kernels
-// that scan a piece from a hand-off (ScanKernels::chained, floating CumProd): a block's kernel
-// forms its span totals, takes the carry after the block before it (a strict chain: the totals fold
-// into it one by one, in order, so the bits are one pass's), publishes its own, then scans from
-// that carry. Each block is read from memory once: the totals are its scan's own first pass, and
-// the scan's second finds the block in the cache. Returns the carry after the row.
+// Blocks claimed in turn (from the row's end for a backward scan), for the kernels that scan a
+// piece from a hand-off (ScanKernels::chained): a block's kernel forms its totals (a floating
+// CumProd's: its spans'), takes the carry after the block before it (a strict chain: the totals
+// fold into it one by one, in order, so the bits are one pass's), publishes its own, then scans
+// from that carry. Each block is read from memory once: the totals are its scan's own first pass,
+// and the scan's second finds the block in the cache. Returns the carry after the row.
 detail::Carry scan_chained_row(const detail::ScanKernels& kernel, std::size_t block,
                                const detail::Tuning& tuning, const std::byte* x, std::byte* y,
                                std::size_t length, std::size_t item, ScanOptions options,
@@ -381,6 +386,18 @@ std::optional<Carry> scan_long_line(OpKind op, DType dtype, const std::byte* x, 
   // Look-back (blocks claimed in turn) where it measured faster than the cut per thread below:
   // two threads, [64M] int32 21-26 -> 17-22 ms, [32M] float64 48-51 -> 36-39 ms; float32 and
   // bfloat16 level, float16 [64M] and float32 [32,128256] 5-15% slower, so those keep the cut.
+  // A float64 CumSum row in blocks chained from thread to thread where the kernels can (the
+  // vector tables): a block's first pass forms its total and what its scan needs of it, so that
+  // pass is the only one from memory and none is made twice. The look-back below made its total
+  // pass and then the scan's own first pass from the cache: against it, two threads, alternated,
+  // four rounds, float64 [32M] 19.9-20.7 -> 15.0-16.8 ms with AVX2, 15.5-18.2 -> 13.8-16.1 with
+  // AVX-512.
+  if (!spans && kernel.chained != nullptr && detail::parallel_width() > 1) {
+    const std::size_t block = std::min(lookback_block(tuning, length), detail::kMaxF64ChainedPiece);
+    const detail::Carry after =
+        scan_chained_row(kernel, block, tuning, x, y, length, dtype_size(dtype), options, start);
+    return carry_after ? std::optional{after} : std::nullopt;
+  }
   if ((!is_floating(dtype) || (op == OpKind::kCumSum && dtype == DType::kFloat64)) &&
       detail::parallel_width() > 1) {
     const detail::Carry after =

@@ -429,9 +429,9 @@ TEST(ExactProdLong, Float64SinksThroughSubnormals) {
 
 // float64 spans whose terms lie in [2^-60, 2^61), which the vector tables scan without splitting
 // them: products that sink far below double's range (factors 2^-20 to 2^-1, the outputs below
-// 2^-1076 after the first spans: zeros), that walk between 2^-3000 and 2^3000 (every distance from
-// the range), and that stay near 1 (each output one exact scaling); the same bits from every
-// table and thread count as the scalar table's, within the bound.
+// 2^-1076 after the first spans: zeros, whole spans of them signs alone), that walk between 2^-3000
+// and 2^3000 (every distance from the range), and that stay near 1 (each output one exact scaling);
+// the same bits from every table and thread count as the scalar table's, within the bound.
 TEST(ExactProdLong, Float64ModerateSpansEveryWay) {
   Rng rng(61);
   constexpr std::size_t kN = 5 * cumulus::detail::kProductSpan + 333;

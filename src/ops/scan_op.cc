@@ -383,39 +383,34 @@ std::optional<Carry> scan_long_line(OpKind op, DType dtype, const std::byte* x, 
   // (the tuning's piece, rounded, at most kMaxSpansPerPiece), whose carries combine the spans'
   // totals one by one, continue that chain, so its bits do not depend on the tuning either.
   const bool spans = op == OpKind::kCumProd && is_floating(dtype);
-  // Look-back (blocks claimed in turn) where it measured faster than the cut per thread below:
-  // two threads, [64M] int32 21-26 -> 17-22 ms, [32M] float64 48-51 -> 36-39 ms; float32 and
-  // bfloat16 level, float16 [64M] and float32 [32,128256] 5-15% slower, so those keep the cut.
-  // A float64 CumSum row in blocks chained from thread to thread where the kernels can (the
-  // vector tables): a block's first pass forms its total and what its scan needs of it, so that
-  // pass is the only one from memory and none is made twice. The look-back below made its total
-  // pass and then the scan's own first pass from the cache: against it, two threads, alternated,
-  // four rounds, float64 [32M] 19.9-20.7 -> 15.0-16.8 ms with AVX2, 15.5-18.2 -> 13.8-16.1 with
-  // AVX-512.
-  if (!spans && kernel.chained != nullptr && detail::parallel_width() > 1) {
-    const std::size_t block = std::min(lookback_block(tuning, length), detail::kMaxF64ChainedPiece);
-    const detail::Carry after =
-        scan_chained_row(kernel, block, tuning, x, y, length, dtype_size(dtype), options, start);
-    return carry_after ? std::optional{after} : std::nullopt;
-  }
-  if ((!is_floating(dtype) || (op == OpKind::kCumSum && dtype == DType::kFloat64)) &&
-      detail::parallel_width() > 1) {
-    const detail::Carry after =
-        scan_lookback_row(kernel, tuning, x, y, length, dtype_size(dtype), options, start);
-    return carry_after ? std::optional{after} : std::nullopt;
-  }
   const std::size_t unit = spans ? kProductSpan : tuning.piece;
   const std::size_t piece =
       spans ? std::clamp<std::size_t>(tuning.piece / unit, 1, detail::kMaxSpansPerPiece) * unit
             : unit;
-  // A floating CumProd row in blocks of a piece chained from thread to thread, either way: two
-  // threads, alternated, four rounds, float64 [32M] forward 21.0-29.2 -> 20.0-23.2 ms with
-  // AVX-512, 24.5-37.2 -> 20.0-22.8 with AVX2, against the cut per thread below; backward, three
-  // rounds, float64 [32M] 25.4-27.2 -> 19.2-22.0 and 34.5-37.2 -> 23.3-25.6, float32 [64M]
-  // 31.9-37.5 -> 18.5-26.0 and 38.0-39.1 -> 26.6-34.6.
+  // Blocks chained from thread to thread where the kernels can. A floating CumProd row in blocks
+  // of a piece, either way: two threads, alternated, four rounds, float64 [32M] forward 21.0-29.2
+  // -> 20.0-23.2 ms with AVX-512, 24.5-37.2 -> 20.0-22.8 with AVX2, against the cut per thread
+  // below; backward, three rounds, float64 [32M] 25.4-27.2 -> 19.2-22.0 and 34.5-37.2 ->
+  // 23.3-25.6, float32 [64M] 31.9-37.5 -> 18.5-26.0 and 38.0-39.1 -> 26.6-34.6. A float64 CumSum
+  // row (the vector tables) in the look-back's blocks: a block's first pass forms its total and
+  // what its scan needs of it, so that pass is the only one from memory and none is made twice.
+  // The look-back below made its total pass and then the scan's own first pass from the cache:
+  // against it, two threads, alternated, four rounds, float64 [32M] 19.9-20.7 -> 15.0-16.8 ms
+  // with AVX2, 15.5-18.2 -> 13.8-16.1 with AVX-512.
   if (kernel.chained != nullptr && detail::parallel_width() > 1) {
+    const std::size_t block =
+        spans ? piece : std::min(lookback_block(tuning, length), detail::kMaxF64ChainedPiece);
     const detail::Carry after =
-        scan_chained_row(kernel, piece, tuning, x, y, length, dtype_size(dtype), options, start);
+        scan_chained_row(kernel, block, tuning, x, y, length, dtype_size(dtype), options, start);
+    return carry_after ? std::optional{after} : std::nullopt;
+  }
+  // Look-back (blocks claimed in turn) where it measured faster than the cut per thread below:
+  // two threads, [64M] int32 21-26 -> 17-22 ms, [32M] float64 48-51 -> 36-39 ms; float32 and
+  // bfloat16 level, float16 [64M] and float32 [32,128256] 5-15% slower, so those keep the cut.
+  if ((!is_floating(dtype) || (op == OpKind::kCumSum && dtype == DType::kFloat64)) &&
+      detail::parallel_width() > 1) {
+    const detail::Carry after =
+        scan_lookback_row(kernel, tuning, x, y, length, dtype_size(dtype), options, start);
     return carry_after ? std::optional{after} : std::nullopt;
   }
   if (x != y) {  // in place, a segment's scan would overwrite what its total reads

@@ -419,9 +419,13 @@ std::optional<Carry> scan_long_line(OpKind op, DType dtype, const std::byte* x, 
     // 0.5, float16 and bfloat16 [64M] 9-15% faster at 0.25 (their scans cost more against their
     // totals). On a Zen 4 a float32 CumSum total costs 0.21-0.24 of its scan in cache
     // (Compute/CumSumTotal), and [64M] took 20.3-20.9 ms at 0.25 against 21.4-21.6 at 0.35 and
-    // 21.0-21.4 at 0.2 (AVX2 21.4-21.6, 22.4-22.7, 21.8-22.6). Floating CumProd comes here on one
-    // thread only (one segment; several chain their pieces above).
-    const double share = 0.25;
+    // 21.0-21.4 at 0.2 (AVX2 21.4-21.6, 22.4-22.7, 21.8-22.6). The half types' scans cost more
+    // against their totals: in cache on a Zen 4 core (AVX-512) a float16 total 0.16 of its scan,
+    // a bfloat16 one 0.20 (Compute/CumSumTotal over Compute/CumSum); at those shares, [64M] with
+    // two threads, five rounds alternated, medians: float16 18.9 -> 18.5 ms (AVX2 32.1 -> 29.7),
+    // bfloat16 19.0 -> 18.3 (AVX2 27.4 both). Floating CumProd comes here on one thread only (one
+    // segment; several chain their pieces above).
+    const double share = dtype == DType::kFloat16 ? 0.16 : dtype == DType::kBFloat16 ? 0.2 : 0.25;
     return scan_split_row(kernel, tuning, piece, spans ? unit : 0, share, x, y, length,
                           dtype_size(dtype), options, start, carry_after);
   }

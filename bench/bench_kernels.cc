@@ -4,6 +4,7 @@
 // Run: build/bench/bench_kernels [--benchmark_filter=...] [--case=OP:DTYPE:SHAPES:AXIS ...]
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -139,6 +140,95 @@ void ceiling_bench(benchmark::State& state, int inputs, Pattern pattern) {
                  std::to_string(team.threads()) + " threads");
 }
 
+// Where scan_split_row (src/ops/scan_op.cc) cuts a long row of n elements for `threads` threads
+// at a total's share of its scan: segment t is [cut[t], cut[t + 1]), in the proportions 1,
+// 1 - share, 1 - share (1 - share), ..., each start a multiple of `align`.
+std::vector<std::size_t> split_cuts(std::size_t n, std::size_t threads, double share,
+                                    std::size_t align) {
+  std::vector<double> weight(threads, 1.0);
+  for (std::size_t t = 1; t < threads; ++t) weight[t] = 1.0 - share * weight[t - 1];
+  double whole = 0;
+  for (const double w : weight) whole += w;
+  std::vector<std::size_t> cut(threads + 1, n);
+  cut[0] = 0;
+  double so_far = 0;
+  for (std::size_t t = 1; t < threads; ++t) {
+    so_far += weight[t - 1];
+    const auto at = static_cast<std::size_t>(static_cast<double>(n) * (so_far / whole));
+    cut[t] = std::clamp(at / align * align, cut[t - 1], n);
+  }
+  return cut;
+}
+
+// A float32 long row as scan_split_row runs it from memory, with the pass reduced to its
+// arithmetic (reduced_scan.h's memory variant: the widening prefix, the running sum, streamed
+// outputs, asking ahead; no certificate, no rounding variants) and the total to a sum in double
+// lanes: thread 0 scans the first segment; thread t > 0 totals segment t - 1 (read from memory
+// while thread t - 1 scans it), takes the carry before it from thread t - 1, and scans segment t
+// from their sum. `state.range(1)` is the total's share of a scan, in percent, as scan_split_row
+// cuts; at 0 the segments are equal and their carries are found before timing, so no segment is
+// read twice: the reduced pass from memory with nothing of the split's. Against Ceiling/copy_nt
+// and `--case=CumSum:float32:67108864:0` in the same process, it separates what the split's second
+// read costs from what the pass's arithmetic does. Its terms in [0.5, 1.5) sum exactly in double
+// in any order, so its outputs must be cumsum's bits. Threads are started per run (tens of
+// microseconds against milliseconds).
+void split_scan_bench(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const double share = static_cast<double>(state.range(1)) / 100;
+  const auto [kernels, name] = cumulus::bench::reduced_split([] {
+    const char* isa = std::getenv("CUMULUS_ISA");
+    return isa != nullptr && std::string_view(isa) == "avx2";
+  }());
+  if (kernels.scan == nullptr) {
+    state.SkipWithError("no AVX2 or AVX-512 on this CPU");
+    return;
+  }
+  const auto threads = static_cast<std::size_t>(cumulus::num_threads());
+  const Tensor x = random_tensor(DType::kFloat32, {static_cast<int64_t>(n)});
+  Tensor y(DType::kFloat32, {static_cast<int64_t>(n)});
+  const float* xs = x.data<float>();
+  float* ys = y.data<float>();
+  const std::vector<std::size_t> cut = split_cuts(n, threads, share, 1 << 15);
+  std::vector<double> known(threads, 0);  // share 0: each segment's carry, found untimed
+  for (std::size_t t = 1; t < threads; ++t) {
+    known[t] = known[t - 1] + kernels.total(xs + cut[t - 1], cut[t] - cut[t - 1]);
+  }
+  const auto run = [&] {
+    std::vector<double> carry(threads, 0);
+    std::vector<std::atomic<bool>> ready(threads);
+    std::vector<std::thread> workers;
+    for (std::size_t t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        double start = known[t];
+        if (t > 0 && share > 0) {
+          const double total = kernels.total(xs + cut[t - 1], cut[t] - cut[t - 1]);
+          ready[t - 1].wait(false, std::memory_order_acquire);
+          start = carry[t - 1] + total;
+        }
+        carry[t] = start;
+        ready[t].store(true, std::memory_order_release);
+        ready[t].notify_all();
+        kernels.scan(xs + cut[t], ys + cut[t], cut[t + 1] - cut[t], start);
+#if defined(__x86_64__)
+        _mm_sfence();  // the streamed outputs land before the check reads them
+#endif
+      });
+    }
+    for (auto& w : workers) w.join();
+  };
+  run();  // untimed, so the output's pages are in before timing
+  for (auto _ : state) {
+    run();
+    benchmark::ClobberMemory();
+  }
+  const Tensor want = cumulus::cumsum(x, 0);
+  if (std::memcmp(want.data<float>(), ys, n * sizeof(float)) != 0) {
+    state.SkipWithError("the reduced split scan's outputs differ from cumsum's");
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(2 * n * sizeof(float)));
+  state.SetLabel(std::string(name) + ", " + std::to_string(threads) + " threads");
+}
+
 // A reduced kernel (reduced_scan.h) for AVX2 where CUMULUS_ISA=avx2 asks for it, else the widest
 // this CPU has: its function and name; null, the benchmark skipped, where there is none.
 template <class Choose>
@@ -159,6 +249,12 @@ void register_ceilings() {
   }
   benchmark::RegisterBenchmark("Reduced/total_then_copy_nt", ceiling_bench, 1, Pattern::kTotalFirst)
       ->Arg(256 * kMiB)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  // Shares of 0 and of a float32 total's (scan_split_row's cut), 25%; [64M], the ceiling's 256 MiB.
+  benchmark::RegisterBenchmark("Reduced/split_scan_f32_nt", split_scan_bench)
+      ->Args({64 * kMiB, 0})
+      ->Args({64 * kMiB, 25})
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
   // The float32 column step alone (reduced_scan.h) along axis 0 of [4096,16384], a tile of 512

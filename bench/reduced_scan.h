@@ -35,18 +35,33 @@ __attribute__((target("avx2"))) inline __m256d prefix4(__m256d v) {
 
 }  // namespace detail
 
-// Sixteen elements a step, two vectors of eight doubles; n a multiple of 16.
+// How far ahead the memory variants ask for their input: the kernels' kPrefetchBytes.
+inline constexpr std::size_t kReducedAhead = 8192;
+
+// Sixteen elements a step, two vectors of eight doubles, from `start`; n a multiple of 16. kMemory:
+// as a long row's pass from memory goes, asking kReducedAhead bytes ahead and streaming its outputs
+// (y 64-byte aligned).
+template <bool kMemory = false>
 __attribute__((target("avx512f"))) inline double reduced_scan_avx512(const float* x, float* y,
-                                                                     std::size_t n) {
-  __m512d running = _mm512_setzero_pd();
+                                                                     std::size_t n,
+                                                                     double start = 0) {
+  __m512d running = _mm512_set1_pd(start);
   const __m512i last = _mm512_set1_epi64(7);
   for (std::size_t i = 0; i < n; i += 16) {
+    if constexpr (kMemory)
+      _mm_prefetch(reinterpret_cast<const char*>(x + i) + kReducedAhead, _MM_HINT_T0);
     const __m512d first = detail::prefix8(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
     const __m512d second = detail::prefix8(_mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
     const __m512d last_first = _mm512_permutexvar_pd(last, first);
-    _mm256_storeu_ps(y + i, _mm512_cvtpd_ps(_mm512_add_pd(running, first)));
-    _mm256_storeu_ps(y + i + 8,
-                     _mm512_cvtpd_ps(_mm512_add_pd(_mm512_add_pd(running, last_first), second)));
+    const __m256 a = _mm512_cvtpd_ps(_mm512_add_pd(running, first));
+    const __m256 b = _mm512_cvtpd_ps(_mm512_add_pd(_mm512_add_pd(running, last_first), second));
+    if constexpr (kMemory) {
+      _mm256_stream_ps(y + i, a);
+      _mm256_stream_ps(y + i + 8, b);
+    } else {
+      _mm256_storeu_ps(y + i, a);
+      _mm256_storeu_ps(y + i + 8, b);
+    }
     running =
         _mm512_add_pd(running, _mm512_add_pd(last_first, _mm512_permutexvar_pd(last, second)));
   }
@@ -54,17 +69,58 @@ __attribute__((target("avx512f"))) inline double reduced_scan_avx512(const float
 }
 
 // The same with four doubles a vector, sixteen elements a step.
+template <bool kMemory = false>
 __attribute__((target("avx2"))) inline double reduced_scan_avx2(const float* x, float* y,
-                                                                std::size_t n) {
-  __m256d running = _mm256_setzero_pd();
+                                                                std::size_t n, double start = 0) {
+  __m256d running = _mm256_set1_pd(start);
   for (std::size_t i = 0; i < n; i += 16) {
+    if constexpr (kMemory)
+      _mm_prefetch(reinterpret_cast<const char*>(x + i) + kReducedAhead, _MM_HINT_T0);
+    __m128 out[4];
     for (std::size_t q = 0; q < 16; q += 4) {
       const __m256d p = detail::prefix4(_mm256_cvtps_pd(_mm_loadu_ps(x + i + q)));
-      _mm_storeu_ps(y + i + q, _mm256_cvtpd_ps(_mm256_add_pd(running, p)));
+      out[q / 4] = _mm256_cvtpd_ps(_mm256_add_pd(running, p));
       running = _mm256_add_pd(running, _mm256_permute4x64_pd(p, 0xFF));
+    }
+    for (std::size_t h = 0; h < 2; ++h) {
+      const __m256 v = _mm256_set_m128(out[2 * h + 1], out[2 * h]);
+      if constexpr (kMemory) {
+        _mm256_stream_ps(y + i + 8 * h, v);
+      } else {
+        _mm256_storeu_ps(y + i + 8 * h, v);
+      }
     }
   }
   return _mm256_cvtsd_f64(running);
+}
+
+// A long row's total as the split takes it (the sum of n floats in double lanes, asking ahead),
+// without the range the kernels gather beside it; n a multiple of 16. Exact where the terms'
+// partial sums are doubles, in any order.
+__attribute__((target("avx512f"))) inline double reduced_total_avx512(const float* x,
+                                                                      std::size_t n) {
+  __m512d a = _mm512_setzero_pd(), b = _mm512_setzero_pd();
+  for (std::size_t i = 0; i < n; i += 16) {
+    _mm_prefetch(reinterpret_cast<const char*>(x + i) + kReducedAhead, _MM_HINT_T0);
+    a = _mm512_add_pd(a, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
+    b = _mm512_add_pd(b, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(a, b));
+}
+
+__attribute__((target("avx2"))) inline double reduced_total_avx2(const float* x, std::size_t n) {
+  __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
+                    _mm256_setzero_pd()};
+  for (std::size_t i = 0; i < n; i += 16) {
+    _mm_prefetch(reinterpret_cast<const char*>(x + i) + kReducedAhead, _MM_HINT_T0);
+    for (std::size_t q = 0; q < 4; ++q) {
+      acc[q] = _mm256_add_pd(acc[q], _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4 * q)));
+    }
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes,
+                  _mm256_add_pd(_mm256_add_pd(acc[0], acc[1]), _mm256_add_pd(acc[2], acc[3])));
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 #endif
 
@@ -149,11 +205,36 @@ using ReducedScan = double (*)(const float* x, float* y, std::size_t n);
 inline std::pair<ReducedScan, std::string_view> reduced_scan(bool avx2) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (!avx2 && __builtin_cpu_supports("avx512f")) return {&reduced_scan_avx512, "avx512"};
-  if (__builtin_cpu_supports("avx2")) return {&reduced_scan_avx2, "avx2"};
+  if (!avx2 && __builtin_cpu_supports("avx512f")) {
+    return {[](const float* x, float* y, std::size_t n) { return reduced_scan_avx512(x, y, n); },
+            "avx512"};
+  }
+  if (__builtin_cpu_supports("avx2")) {
+    return {[](const float* x, float* y, std::size_t n) { return reduced_scan_avx2(x, y, n); },
+            "avx2"};
+  }
 #endif
   (void)avx2;
   return {nullptr, {}};
+}
+
+// The memory variants (kMemory) and the total, chosen as reduced_scan chooses.
+struct ReducedSplit {
+  double (*scan)(const float* x, float* y, std::size_t n, double start) = nullptr;
+  double (*total)(const float* x, std::size_t n) = nullptr;
+};
+inline std::pair<ReducedSplit, std::string_view> reduced_split(bool avx2) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (!avx2 && __builtin_cpu_supports("avx512f")) {
+    return {{&reduced_scan_avx512<true>, &reduced_total_avx512}, "avx512"};
+  }
+  if (__builtin_cpu_supports("avx2")) {
+    return {{&reduced_scan_avx2<true>, &reduced_total_avx2}, "avx2"};
+  }
+#endif
+  (void)avx2;
+  return {{}, {}};
 }
 
 // reduced_scan's choice for the column step.

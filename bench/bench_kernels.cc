@@ -21,6 +21,7 @@
 
 #include "cumulus/ops.h"
 #include "kernels/kernels.h"
+#include "ops/long_line.h"
 #include "random_input.h"
 #include "reduced_scan.h"
 #include "streaming.h"
@@ -140,26 +141,6 @@ void ceiling_bench(benchmark::State& state, int inputs, Pattern pattern) {
                  std::to_string(team.threads()) + " threads");
 }
 
-// Where scan_split_row (src/ops/scan_op.cc) cuts a long row of n elements for `threads` threads
-// at a total's share of its scan: segment t is [cut[t], cut[t + 1]), in the proportions 1,
-// 1 - share, 1 - share (1 - share), ..., each start a multiple of `align`.
-std::vector<std::size_t> split_cuts(std::size_t n, std::size_t threads, double share,
-                                    std::size_t align) {
-  std::vector<double> weight(threads, 1.0);
-  for (std::size_t t = 1; t < threads; ++t) weight[t] = 1.0 - share * weight[t - 1];
-  double whole = 0;
-  for (const double w : weight) whole += w;
-  std::vector<std::size_t> cut(threads + 1, n);
-  cut[0] = 0;
-  double so_far = 0;
-  for (std::size_t t = 1; t < threads; ++t) {
-    so_far += weight[t - 1];
-    const auto at = static_cast<std::size_t>(static_cast<double>(n) * (so_far / whole));
-    cut[t] = std::clamp(at / align * align, cut[t - 1], n);
-  }
-  return cut;
-}
-
 // A float32 long row as scan_split_row runs it from memory, with the pass reduced to its
 // arithmetic (reduced_scan.h's memory variant: the widening prefix, the running sum, streamed
 // outputs, asking ahead; no certificate, no rounding variants) and the total to a sum in double
@@ -188,7 +169,7 @@ void split_scan_bench(benchmark::State& state) {
   Tensor y(DType::kFloat32, {static_cast<int64_t>(n)});
   const float* xs = x.data<float>();
   float* ys = y.data<float>();
-  const std::vector<std::size_t> cut = split_cuts(n, threads, share, 1 << 15);
+  const std::vector<std::size_t> cut = cumulus::detail::split_cuts(n, threads, share, 1 << 15);
   std::vector<double> known(threads, 0);  // share 0: each segment's carry, found untimed
   for (std::size_t t = 1; t < threads; ++t) {
     known[t] = known[t - 1] + kernels.total(xs + cut[t - 1], cut[t] - cut[t - 1]);

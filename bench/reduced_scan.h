@@ -80,15 +80,12 @@ __attribute__((target("avx2"))) inline double reduced_scan_avx2(const float* x, 
     for (std::size_t q = 0; q < 16; q += 4) {
       const __m256d p = detail::prefix4(_mm256_cvtps_pd(_mm_loadu_ps(x + i + q)));
       out[q / 4] = _mm256_cvtpd_ps(_mm256_add_pd(running, p));
+      if constexpr (!kMemory) _mm_storeu_ps(y + i + q, out[q / 4]);
       running = _mm256_add_pd(running, _mm256_permute4x64_pd(p, 0xFF));
     }
-    for (std::size_t h = 0; h < 2; ++h) {
-      const __m256 v = _mm256_set_m128(out[2 * h + 1], out[2 * h]);
-      if constexpr (kMemory) {
-        _mm256_stream_ps(y + i + 8 * h, v);
-      } else {
-        _mm256_storeu_ps(y + i + 8 * h, v);
-      }
+    if constexpr (kMemory) {  // 32-byte streamed stores, as the kernels' AVX2 layer makes them
+      _mm256_stream_ps(y + i, _mm256_set_m128(out[1], out[0]));
+      _mm256_stream_ps(y + i + 8, _mm256_set_m128(out[3], out[2]));
     }
   }
   return _mm256_cvtsd_f64(running);

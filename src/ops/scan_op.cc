@@ -161,20 +161,8 @@ std::optional<detail::Carry> scan_split_row(const detail::ScanKernels& kernel,
                                             const detail::Carry* before, bool carry_after) {
   const std::size_t width =
       std::clamp<std::size_t>(std::min(detail::parallel_width(), length / align), 1, length);
-  // Segment t: [cut[t], cut[t + 1]) elements into the scan, in the proportions 1, 1 - share,
-  // 1 - share * (1 - share), ...
-  std::vector<double> weight(width, 1.0);
-  for (std::size_t t = 1; t < width; ++t) weight[t] = 1.0 - total_share * weight[t - 1];
-  double whole = 0;
-  for (const double w : weight) whole += w;
-  std::vector<std::size_t> cut(width + 1, length);
-  cut[0] = 0;
-  double so_far = 0;
-  for (std::size_t t = 1; t < width; ++t) {
-    so_far += weight[t - 1];
-    const auto at = static_cast<std::size_t>(static_cast<double>(length) * (so_far / whole));
-    cut[t] = std::clamp(at / align * align, cut[t - 1], length);
-  }
+  // Segment t: [cut[t], cut[t + 1]) elements into the scan.
+  const std::vector<std::size_t> cut = detail::split_cuts(length, width, total_share, align);
   const auto part = [&](std::size_t from_start, std::size_t n) {
     return std::pair{options.reverse ? length - from_start - n : from_start, n};
   };
@@ -371,6 +359,23 @@ detail::Carry scan_chained_row(const detail::ScanKernels& kernel, std::size_t bl
 }  // namespace
 
 namespace detail {
+
+std::vector<std::size_t> split_cuts(std::size_t length, std::size_t width, double total_share,
+                                    std::size_t align) {
+  std::vector<double> weight(width, 1.0);
+  for (std::size_t t = 1; t < width; ++t) weight[t] = 1.0 - total_share * weight[t - 1];
+  double whole = 0;
+  for (const double w : weight) whole += w;
+  std::vector<std::size_t> cut(width + 1, length);
+  cut[0] = 0;
+  double so_far = 0;
+  for (std::size_t t = 1; t < width; ++t) {
+    so_far += weight[t - 1];
+    const auto at = static_cast<std::size_t>(static_cast<double>(length) * (so_far / whole));
+    cut[t] = std::clamp(at / align * align, cut[t - 1], length);
+  }
+  return cut;
+}
 
 std::optional<Carry> scan_long_line(OpKind op, DType dtype, const std::byte* x, std::byte* y,
                                     std::size_t length, ScanOptions options, const Carry* start,

@@ -141,6 +141,16 @@ void ceiling_bench(benchmark::State& state, int inputs, Pattern pattern) {
                  std::to_string(team.threads()) + " threads");
 }
 
+// A reduced kernel (reduced_scan.h) for AVX2 where CUMULUS_ISA=avx2 asks for it, else the widest
+// this CPU has: its function and name; null, the benchmark skipped, where there is none.
+template <class Choose>
+auto reduced_kernel(benchmark::State& state, Choose choose) {
+  const char* isa = std::getenv("CUMULUS_ISA");
+  const auto chosen = choose(isa != nullptr && std::string_view(isa) == "avx2");
+  if (!chosen.first) state.SkipWithError("no AVX2 or AVX-512 on this CPU");
+  return chosen;
+}
+
 // A float32 long row as scan_split_row runs it from memory, with the pass reduced to its
 // arithmetic (reduced_scan.h's memory variant: the widening prefix, the running sum, streamed
 // outputs, asking ahead; no certificate, no rounding variants) and the total to a sum in double
@@ -156,14 +166,8 @@ void ceiling_bench(benchmark::State& state, int inputs, Pattern pattern) {
 void split_scan_bench(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const double share = static_cast<double>(state.range(1)) / 100;
-  const auto [kernels, name] = cumulus::bench::reduced_split([] {
-    const char* isa = std::getenv("CUMULUS_ISA");
-    return isa != nullptr && std::string_view(isa) == "avx2";
-  }());
-  if (kernels.scan == nullptr) {
-    state.SkipWithError("no AVX2 or AVX-512 on this CPU");
-    return;
-  }
+  const auto [kernels, name] = reduced_kernel(state, cumulus::bench::reduced_split);
+  if (!kernels) return;
   const auto threads = static_cast<std::size_t>(cumulus::num_threads());
   const Tensor x = random_tensor(DType::kFloat32, {static_cast<int64_t>(n)});
   Tensor y(DType::kFloat32, {static_cast<int64_t>(n)});
@@ -208,16 +212,6 @@ void split_scan_bench(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(2 * n * sizeof(float)));
   state.SetLabel(std::string(name) + ", " + std::to_string(threads) + " threads");
-}
-
-// A reduced kernel (reduced_scan.h) for AVX2 where CUMULUS_ISA=avx2 asks for it, else the widest
-// this CPU has: its function and name; null, the benchmark skipped, where there is none.
-template <class Choose>
-auto reduced_kernel(benchmark::State& state, Choose choose) {
-  const char* isa = std::getenv("CUMULUS_ISA");
-  const auto chosen = choose(isa != nullptr && std::string_view(isa) == "avx2");
-  if (chosen.first == nullptr) state.SkipWithError("no AVX2 or AVX-512 on this CPU");
-  return chosen;
 }
 
 void register_ceilings() {

@@ -7,8 +7,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 #include <utility>
+
+#include "kernels/tiles.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -35,12 +38,19 @@ __attribute__((target("avx2"))) inline __m256d prefix4(__m256d v) {
 
 }  // namespace detail
 
-// How far ahead the memory variants ask for their input: the kernels' kPrefetchBytes.
-inline constexpr std::size_t kReducedAhead = 8192;
+namespace detail {
+// Asks for the line as far ahead of p as the kernels ask (kPrefetchBytes); the address formed as
+// an integer, since it may lie past the buffer, as the kernels' prefetch_at does.
+inline void reduced_ahead(const float* p) {
+  const auto at = reinterpret_cast<std::uintptr_t>(p) +
+                  static_cast<std::uintptr_t>(cumulus::detail::kPrefetchBytes);
+  __builtin_prefetch(reinterpret_cast<const void*>(at), 0, 3);
+}
+}  // namespace detail
 
 // Sixteen elements a step, two vectors of eight doubles, from `start`; n a multiple of 16. kMemory:
-// as a long row's pass from memory goes, asking kReducedAhead bytes ahead and streaming its outputs
-// (y 64-byte aligned).
+// as a long row's pass from memory goes, asking as far ahead as the kernels and streaming its
+// outputs (y 64-byte aligned).
 template <bool kMemory = false>
 __attribute__((target("avx512f"))) inline double reduced_scan_avx512(const float* x, float* y,
                                                                      std::size_t n,
@@ -48,8 +58,7 @@ __attribute__((target("avx512f"))) inline double reduced_scan_avx512(const float
   __m512d running = _mm512_set1_pd(start);
   const __m512i last = _mm512_set1_epi64(7);
   for (std::size_t i = 0; i < n; i += 16) {
-    if constexpr (kMemory)
-      _mm_prefetch(reinterpret_cast<const char*>(x + i) + kReducedAhead, _MM_HINT_T0);
+    if constexpr (kMemory) detail::reduced_ahead(x + i);
     const __m512d first = detail::prefix8(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
     const __m512d second = detail::prefix8(_mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
     const __m512d last_first = _mm512_permutexvar_pd(last, first);
@@ -74,8 +83,7 @@ __attribute__((target("avx2"))) inline double reduced_scan_avx2(const float* x, 
                                                                 std::size_t n, double start = 0) {
   __m256d running = _mm256_set1_pd(start);
   for (std::size_t i = 0; i < n; i += 16) {
-    if constexpr (kMemory)
-      _mm_prefetch(reinterpret_cast<const char*>(x + i) + kReducedAhead, _MM_HINT_T0);
+    if constexpr (kMemory) detail::reduced_ahead(x + i);
     __m128 out[4];
     for (std::size_t q = 0; q < 16; q += 4) {
       const __m256d p = detail::prefix4(_mm256_cvtps_pd(_mm_loadu_ps(x + i + q)));
@@ -98,7 +106,7 @@ __attribute__((target("avx512f"))) inline double reduced_total_avx512(const floa
                                                                       std::size_t n) {
   __m512d a = _mm512_setzero_pd(), b = _mm512_setzero_pd();
   for (std::size_t i = 0; i < n; i += 16) {
-    _mm_prefetch(reinterpret_cast<const char*>(x + i) + kReducedAhead, _MM_HINT_T0);
+    detail::reduced_ahead(x + i);
     a = _mm512_add_pd(a, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
     b = _mm512_add_pd(b, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
   }
@@ -109,7 +117,7 @@ __attribute__((target("avx2"))) inline double reduced_total_avx2(const float* x,
   __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
                     _mm256_setzero_pd()};
   for (std::size_t i = 0; i < n; i += 16) {
-    _mm_prefetch(reinterpret_cast<const char*>(x + i) + kReducedAhead, _MM_HINT_T0);
+    detail::reduced_ahead(x + i);
     for (std::size_t q = 0; q < 4; ++q) {
       acc[q] = _mm256_add_pd(acc[q], _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4 * q)));
     }
@@ -219,6 +227,7 @@ inline std::pair<ReducedScan, std::string_view> reduced_scan(bool avx2) {
 struct ReducedSplit {
   double (*scan)(const float* x, float* y, std::size_t n, double start) = nullptr;
   double (*total)(const float* x, std::size_t n) = nullptr;
+  explicit operator bool() const { return scan != nullptr; }
 };
 inline std::pair<ReducedSplit, std::string_view> reduced_split(bool avx2) {
 #if defined(__x86_64__)

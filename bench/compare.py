@@ -589,7 +589,7 @@ BASE_LABELS = dict(PEERS + [("ceiling", "ceiling"), ("memcpy", "memcpy")])
 def cumulus_runs(isa: str | None) -> list[tuple[str, str | None, str]]:
     """(cell key, CUMULUS_ISA cap, column label) of each cumulus run; the first is "cumulus", the
     one the peers are compared with."""
-    caps = {None: [None], "both": ["", "avx2"]}.get(isa, [isa])
+    caps = {None: [None], "both": ["", "avx2"], "all": ["", "avx512", "avx2"]}.get(isa, [isa])
     return [("cumulus" if i == 0 else f"cumulus-{cap}", cap,
              f"cumulus {cap}" if cap else "cumulus") for i, cap in enumerate(caps)]
 
@@ -681,10 +681,11 @@ def main() -> int:
     ap.add_argument("--skip", action="append", default=[],
                     choices=["ceiling", "ort", "numpy", "torch"],
                     help="leave out a runtime (ceiling: the ceiling and memcpy timer)")
-    ap.add_argument("--isa", choices=["avx512", "avx2", "scalar", "both"],
+    ap.add_argument("--isa", choices=["avx512fp16", "avx512", "avx2", "scalar", "both", "all"],
                     help="run cumulus with CUMULUS_ISA set to this cap (the other runtimes and the "
                          "ceiling are not capped); both: one column with the best kernels this "
-                         "CPU has and one capped at avx2 (default: CUMULUS_ISA as inherited)")
+                         "CPU has and one capped at avx2; all: the best, avx512 and avx2 (default: "
+                         "CUMULUS_ISA as inherited)")
     ap.add_argument("--workdir", type=Path,
                     default=Path(os.environ.get("CUMULUS_COMPARE_DIR", "/tmp/cumulus-compare")),
                     help="scratch directory for the generated models and the ceiling timer "

@@ -260,14 +260,15 @@ std::string check_product(T got, const exact::Product& p) {
   return fmt::format("got {}, the exact product rounded once is {}", show(got), show(low));
 }
 
-// The table of instruction set `level` (0 scalar, 1 AVX2, 2 AVX-512), or the process's own when
-// the level is above it: a higher table could run instructions this CPU lacks.
+// The table of instruction set `level` (0 scalar, 1 AVX2, 2 AVX-512, 3 AVX512-FP16), or the
+// process's own when the level is above it: a higher table could run instructions this CPU lacks.
+constexpr uint32_t kLevels = 4;
 const cumulus::detail::KernelTable& kernel_table(uint32_t level) {
   const auto& own = cumulus::detail::kernels();
-  const std::string_view names[] = {"scalar", "avx2", "avx512"};
+  const std::string_view names[kLevels] = {"scalar", "avx2", "avx512", "avx512fp16"};
   uint32_t own_level = 0;
-  while (own_level < 2 && names[own_level] != own.isa) ++own_level;
-  if (level > own_level) return own;
+  while (own_level < kLevels - 1 && names[own_level] != own.isa) ++own_level;
+  if (level >= own_level) return own;
   return level == 0   ? cumulus::detail::scalar_kernels()
          : level == 1 ? cumulus::detail::avx2_kernels()
                       : cumulus::detail::avx512_kernels();
@@ -280,9 +281,9 @@ void expect_same_on_every_table(const std::vector<T>& x, const std::vector<T>& g
                                 const Shape& shape, int64_t axis, ScanOptions o,
                                 const std::string& what) {
   const cumulus::detail::Tuning saved = cumulus::detail::tuning();
-  const cumulus::detail::KernelTable* done[3] = {&saved.kernel_table(), nullptr, nullptr};
+  const cumulus::detail::KernelTable* done[kLevels + 1] = {&saved.kernel_table()};
   std::size_t count = 1;
-  for (uint32_t level = 0; level < 3; ++level) {
+  for (uint32_t level = 0; level < kLevels; ++level) {
     const cumulus::detail::KernelTable* table = &kernel_table(level);
     if (std::find(done, done + count, table) != done + count) continue;
     done[count++] = table;
@@ -814,7 +815,7 @@ SumCase decode_sum(Reader& r) {
 // ---- The paths: kernel table and thresholds -------------------------------------------------
 
 // From the input's last six bytes (zeros where it is shorter): t[0] the table (0 the process's,
-// 1-3 scalar, AVX2, AVX-512); t[1] a bit per threshold to shrink; t[2]-t[5] the shrunk values,
+// which is the AVX512-FP16 one where the CPU has it, 1-3 scalar, AVX2, AVX-512); t[1] a bit per threshold to shrink; t[2]-t[5] the shrunk values,
 // small enough for the rows of up to 40 elements decoded above.
 std::string choose_paths(const uint8_t* data, size_t size) {
   uint8_t t[6] = {};

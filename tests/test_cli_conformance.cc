@@ -219,7 +219,8 @@ TEST_F(CliConformance, AllPassingExitsZero) {
 TEST_F(CliConformance, UnknownCumulusIsaIsOneError) {
   write_case<double>(at("a"), {1, 2}, {row<double>({1, 2})});
   const std::string message =
-      "error: CUMULUS_ISA=\"bogus\" is not an instruction set; valid: scalar, avx2, avx512 (or "
+      "error: CUMULUS_ISA=\"bogus\" is not an instruction set; valid: scalar, avx2, avx512, "
+      "avx512fp16 (or "
       "unset, for the best this CPU has)\n";
   const Result test = cli({"test", dir_.path().string()}, "CUMULUS_ISA=bogus");
   EXPECT_EQ(test.status, 1);
@@ -231,8 +232,8 @@ TEST_F(CliConformance, UnknownCumulusIsaIsOneError) {
   EXPECT_EQ(run.out, "");
   EXPECT_EQ(run.err, message);
   // Each valid name, and none, runs the case.
-  for (const char* env :
-       {"CUMULUS_ISA=scalar", "CUMULUS_ISA=avx2", "CUMULUS_ISA=avx512", "CUMULUS_ISA="}) {
+  for (const char* env : {"CUMULUS_ISA=scalar", "CUMULUS_ISA=avx2", "CUMULUS_ISA=avx512",
+                          "CUMULUS_ISA=avx512fp16", "CUMULUS_ISA="}) {
     const Result ok = cli({"test", dir_.path().string()}, env);
     EXPECT_EQ(ok.status, 0) << env << ": " << ok.err;
     EXPECT_EQ(ok.out, "PASS a (1 data set)\n1 passed, 0 failed\n") << env;

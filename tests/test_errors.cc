@@ -204,6 +204,7 @@ std::string best_isa_from_cpuinfo() {
   auto has = [&](std::initializer_list<const char*> names) {
     return std::ranges::all_of(names, [&](const char* n) { return flags.contains(n); });
   };
+  if (has({"avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512_fp16"})) return "avx512fp16";
   if (has({"avx512f", "avx512vl", "avx512bw", "avx512dq"})) return "avx512";
   if (has({"avx2", "fma", "f16c"})) return "avx2";
   return "scalar";
@@ -212,7 +213,7 @@ std::string best_isa_from_cpuinfo() {
 // The default run must use the best set the CPU has, and each CUMULUS_ISA rerun the set it names
 // (or the best, where the CPU has less): a fallback to a lower set fails here.
 TEST(Dispatch, UsesTheBestSetUpToCumulusIsa) {
-  const std::vector<std::string> order = {"scalar", "avx2", "avx512"};
+  const std::vector<std::string> order = {"scalar", "avx2", "avx512", "avx512fp16"};
   const std::string best = best_isa_from_cpuinfo();
   const char* forced = std::getenv("CUMULUS_ISA");
   std::string want = best;
@@ -246,8 +247,8 @@ TEST(Dispatch, UnknownCumulusIsaIsAnError) {
         std::_Exit(3);
       },
       ::testing::ExitedWithCode(3),
-      "CUMULUS_ISA=\"bogus\" is not an instruction set; valid: scalar, avx2, avx512 \\(or "
-      "unset, for the best this CPU has\\)\n.*is not an instruction set");
+      "CUMULUS_ISA=\"bogus\" is not an instruction set; valid: scalar, avx2, avx512, avx512fp16 "
+      "\\(or unset, for the best this CPU has\\)\n.*is not an instruction set");
 }
 
 }  // namespace

@@ -48,8 +48,8 @@ using Rng = std::mt19937_64;
 
 // ---- Where the kernels run ----------------------------------------------------------------------
 
-// The tables this process may run: scalar always; AVX2 and AVX-512 when the CPU has what
-// dispatch.cc asks of them and the process's own table (capped by CUMULUS_ISA) is not lower.
+// The tables this process may run: scalar always; AVX2, AVX-512 and AVX512-FP16 when the CPU has
+// what dispatch.cc asks of them and the process's own table (capped by CUMULUS_ISA) is not lower.
 std::vector<const KernelTable*> tables() {
   __builtin_cpu_init();
   const std::string own = cumulus::detail::kernels().isa;
@@ -58,9 +58,12 @@ std::vector<const KernelTable*> tables() {
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+  const bool fp16 =
+      avx512 && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 23)) != 0;
   std::vector<const KernelTable*> t{&cumulus::detail::scalar_kernels()};
   if (avx2 && own != "scalar") t.push_back(&cumulus::detail::avx2_kernels());
-  if (avx512 && own == "avx512") t.push_back(&cumulus::detail::avx512_kernels());
+  if (avx512 && own.starts_with("avx512")) t.push_back(&cumulus::detail::avx512_kernels());
+  if (fp16 && own == "avx512fp16") t.push_back(&cumulus::detail::avx512fp16_kernels());
   return t;
 }
 

@@ -391,8 +391,9 @@ PYBIND11_MODULE(_core, m) {
         "cores).");
   m.def(
       "kernel_isa", [] { return std::string(cumulus::kernel_isa()); },
-      "kernel_isa()\n--\n\nThe instruction set of the kernels in use: \"scalar\", \"avx2\" or "
-      "\"avx512\";\nthe best this CPU has, or lower when the environment variable CUMULUS_ISA "
+      "kernel_isa()\n--\n\nThe instruction set of the kernels in use: \"scalar\", \"avx2\", "
+      "\"avx512\" or \"avx512fp16\";\nthe best this CPU has, or lower when the environment "
+      "variable CUMULUS_ISA "
       "asks for it.");
   m.def(
       "set_memory_limit",

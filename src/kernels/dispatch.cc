@@ -15,13 +15,18 @@
 namespace cumulus::detail {
 namespace {
 
-enum class Isa { kScalar, kAvx2, kAvx512 };
+enum class Isa { kScalar, kAvx2, kAvx512, kAvx512Fp16 };
 
 Isa best_supported() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
-    return Isa::kAvx512;
+    // AVX512-FP16 from CPUID (leaf 7, EDX bit 23): GCC 12 and clang 14 do not report it as a
+    // __builtin_cpu_supports name.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool fp16 =
+        __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 23)) != 0;
+    return fp16 ? Isa::kAvx512Fp16 : Isa::kAvx512;
   }
   // F16C from CPUID directly: clang before 15 does not know it as a __builtin_cpu_supports name.
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -35,14 +40,15 @@ Isa best_supported() {
 // The cap CUMULUS_ISA sets; unset or empty: none.
 Isa isa_cap() {
   const char* text = std::getenv("CUMULUS_ISA");
-  if (text == nullptr || *text == '\0') return Isa::kAvx512;
+  if (text == nullptr || *text == '\0') return Isa::kAvx512Fp16;
   const std::string_view name(text);
   if (name == "scalar") return Isa::kScalar;
   if (name == "avx2") return Isa::kAvx2;
   if (name == "avx512") return Isa::kAvx512;
+  if (name == "avx512fp16") return Isa::kAvx512Fp16;
   fail(ErrorCode::kInvalidArgument,
-       "CUMULUS_ISA={:?} is not an instruction set; valid: scalar, avx2, avx512 (or unset, for "
-       "the best this CPU has)",
+       "CUMULUS_ISA={:?} is not an instruction set; valid: scalar, avx2, avx512, avx512fp16 (or "
+       "unset, for the best this CPU has)",
        name);
 }
 
@@ -54,6 +60,8 @@ Isa chosen() { return std::min(best_supported(), isa_cap()); }
 const KernelTable& kernels() {
   static const KernelTable& table = []() -> const KernelTable& {
     switch (chosen()) {
+      case Isa::kAvx512Fp16:
+        return avx512fp16_kernels();
       case Isa::kAvx512:
         return avx512_kernels();
       case Isa::kAvx2:

@@ -4,6 +4,7 @@
 // include the lower ones' instructions.
 #pragma once
 
-#define CUMULUS_ISA_SCALAR 0  // portable C++
-#define CUMULUS_ISA_AVX2 2    // AVX2 + FMA + F16C
-#define CUMULUS_ISA_AVX512 5  // AVX-512 F/VL/BW/DQ
+#define CUMULUS_ISA_SCALAR 0      // portable C++
+#define CUMULUS_ISA_AVX2 2        // AVX2 + FMA + F16C
+#define CUMULUS_ISA_AVX512 5      // AVX-512 F/VL/BW/DQ
+#define CUMULUS_ISA_AVX512FP16 6  // AVX-512 as above + AVX512-FP16 (float16 conversions)

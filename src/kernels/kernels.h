@@ -107,12 +107,13 @@ struct KernelTable {
 };
 
 // The table for the best instruction set this CPU has, capped by the environment variable
-// CUMULUS_ISA (scalar, avx2, avx512). Chosen once per process; any other CUMULUS_ISA throws
-// (kInvalidArgument) from every call.
+// CUMULUS_ISA (scalar, avx2, avx512, avx512fp16). Chosen once per process; any other CUMULUS_ISA
+// throws (kInvalidArgument) from every call.
 const KernelTable& kernels();
 
 const KernelTable& scalar_kernels() noexcept;
 const KernelTable& avx2_kernels() noexcept;
 const KernelTable& avx512_kernels() noexcept;
+const KernelTable& avx512fp16_kernels() noexcept;
 
 }  // namespace cumulus::detail

@@ -815,8 +815,9 @@ SumCase decode_sum(Reader& r) {
 // ---- The paths: kernel table and thresholds -------------------------------------------------
 
 // From the input's last six bytes (zeros where it is shorter): t[0] the table (0 the process's,
-// which is the AVX512-FP16 one where the CPU has it, 1-3 scalar, AVX2, AVX-512); t[1] a bit per threshold to shrink; t[2]-t[5] the shrunk values,
-// small enough for the rows of up to 40 elements decoded above.
+// which is the AVX512-FP16 one where the CPU has it, 1-3 scalar, AVX2, AVX-512); t[1] a bit per
+// threshold to shrink; t[2]-t[5] the shrunk values, small enough for the rows of up to 40 elements
+// decoded above.
 std::string choose_paths(const uint8_t* data, size_t size) {
   uint8_t t[6] = {};
   for (size_t i = 0; i < 6 && i < size; ++i) t[i] = data[size - 1 - i];

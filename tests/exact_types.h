@@ -46,8 +46,14 @@ double value(T v) {
   return ref::Num<T>::to_double(v);
 }
 
+// Whether the CPU has AVX512-FP16 (CPUID leaf 7, EDX bit 23, as dispatch.cc finds it).
+inline bool cpu_has_avx512fp16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 23)) != 0;
+}
+
 // The scalar table, and the AVX2, AVX-512 and AVX512-FP16 ones where this CPU has their
-// instructions (AVX512-FP16 from CPUID, as dispatch.cc finds it).
+// instructions.
 inline std::vector<const cumulus::detail::KernelTable*> kernel_tables() {
   std::vector<const cumulus::detail::KernelTable*> t = {&cumulus::detail::scalar_kernels()};
   __builtin_cpu_init();
@@ -58,10 +64,7 @@ inline std::vector<const cumulus::detail::KernelTable*> kernel_tables() {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
     t.push_back(&cumulus::detail::avx512_kernels());
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 23)) != 0) {
-      t.push_back(&cumulus::detail::avx512fp16_kernels());
-    }
+    if (cpu_has_avx512fp16()) t.push_back(&cumulus::detail::avx512fp16_kernels());
   }
   return t;
 }

@@ -29,6 +29,7 @@
 
 #include "cumulus/ops.h"
 #include "exact.h"
+#include "exact_types.h"
 #include "ops/tuning.h"
 #include "product_reference.h"
 #include "reference.h"
@@ -58,8 +59,7 @@ std::vector<const KernelTable*> tables() {
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-  const bool fp16 =
-      avx512 && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 23)) != 0;
+  const bool fp16 = avx512 && exact_test::cpu_has_avx512fp16();
   std::vector<const KernelTable*> t{&cumulus::detail::scalar_kernels()};
   if (avx2 && own != "scalar") t.push_back(&cumulus::detail::avx2_kernels());
   if (avx512 && own.starts_with("avx512")) t.push_back(&cumulus::detail::avx512_kernels());

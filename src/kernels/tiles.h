@@ -44,7 +44,9 @@ inline constexpr std::size_t kMaxSpansPerPiece = 8;
 // (ScanKernels::chained): its first pass keeps what it found of each block of 2048 for the scan.
 // On a Xeon (2 MiB L2), float64 [32M] on two threads (bench_kernels --case, medians of 5, two
 // runs): 2^17 23.0-23.2 ms with AVX-512, 31.1-31.3 with AVX2; 2^16 23.3-24.1, 30.2-31.0; 2^15
-// 21.3-21.9, 23.6-23.8; 2^14 24.4-25.2, 28.2-29.1.
+// 21.3-21.9, 23.6-23.8; 2^14 24.4-25.2, 28.2-29.1. With the first pass asking a segment ahead
+// (exact_f64_rows.inc), still: 2^15 19.5-20.1 and 19.7-20.2, 2^14 21.0-21.7 and 21.6-22.0, 2^16
+// 19.7-20.3 and 20.7-21.0.
 inline constexpr std::size_t kMaxF64ChainedPiece = std::size_t{1} << 15;
 
 // How far ahead of its reads a streaming loop asks for its input (vec.inc's prefetch_ahead). With

@@ -675,6 +675,46 @@ void check_fused_low_part(int precision) {
 TEST(ExactRows, FloatFusedCarryLowPart) { check_fused_low_part<float>(24); }
 TEST(ExactRows, BFloat16FusedCarryLowPart) { check_fused_low_part<cumulus::BFloat16>(8); }
 
+// Blocks whose whole range fails the fused certificate and whose 256-term pieces pass it, so the
+// pieces go the fused way (exact_row): a carry C + t (C in [128, 256), of T's precision), then
+// blocks of terms in +-[1/2, 1) with full mantissas, each holding one term in [2^(p - 44), 2^(p -
+// 43)), whose unit is 2^-43. A whole block's partial sums are bounded by 2^12, beyond 2^(-43 + 53),
+// so it leaves no room for any carry; a piece's by 2^9, leaving 2^10 - 2^9 for C and the walk of
+// the sums. t is 0, a low part far below C's last bit (kept in the pair), or in [2^-44, 2^-43),
+// below the pieces' unit, which the pass splits off as the part it rounds with (nudged or to odd).
+template <class T>
+void check_fused_short_pieces(int precision) {
+  std::mt19937_64 rng(20261206);
+  const auto mantissa = [&] {  // an integer of `precision` bits
+    return static_cast<double>((int64_t{1} << (precision - 1)) +
+                               static_cast<int64_t>(rng() % (uint64_t{1} << (precision - 1))));
+  };
+  const auto sign = [&] { return rng() % 2 == 0 ? 1.0 : -1.0; };
+  for (int trial = 0; trial < 12; ++trial) {
+    const double c_sign = trial % 2 == 0 ? 1 : -1;
+    const double t = trial < 4   ? 0
+                     : trial < 8 ? sign() * std::ldexp(1.0, -60 - trial)
+                                 : sign() * std::ldexp(mantissa(), -44 - precision + 1);
+    std::vector<T> row = {of<T>(c_sign * std::ldexp(mantissa(), 8 - precision))};
+    if (t != 0) row.push_back(of<T>(t));
+    row.resize(kFusedStart, of<T>(0.0));
+    for (int block = 0; block < 4; ++block) {
+      const std::size_t start = row.size(), at = start + rng() % kFusedBlock;
+      for (std::size_t k = 0; k < kFusedBlock; ++k) {
+        const double term =
+            start + k == at ? std::ldexp(mantissa(), -43) : std::ldexp(mantissa(), -precision);
+        row.push_back(of<T>(sign() * term));
+      }
+    }
+    check_both_ways(row, std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) +
+                             " whole blocks failing, pieces passing, trial " +
+                             std::to_string(trial));
+  }
+}
+
+TEST(ExactRows, FloatFusedShortPieces) { check_fused_short_pieces<float>(24); }
+TEST(ExactRows, BFloat16FusedShortPieces) { check_fused_short_pieces<cumulus::BFloat16>(8); }
+
 // A carry C = +-2^40 far above its blocks (fused_far): terms +-k g (k in 1..3, mostly up, so the
 // partial sums P climb across T's midpoints beside C: g is the midpoint offset 2^(40 - p), or
 // 2^24 where that is too large for the blocks to lie far below C), and in each block a pair

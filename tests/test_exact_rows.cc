@@ -675,16 +675,21 @@ void check_fused_low_part(int precision) {
 TEST(ExactRows, FloatFusedCarryLowPart) { check_fused_low_part<float>(24); }
 TEST(ExactRows, BFloat16FusedCarryLowPart) { check_fused_low_part<cumulus::BFloat16>(8); }
 
-// Blocks whose whole range fails the fused certificate and whose 256-term pieces pass it, so the
-// pieces go the fused way (exact_row): a carry C + t (C in [128, 256), of T's precision), then
-// blocks of terms in +-[1/2, 1) with full mantissas, each holding one term in [2^(p - 44), 2^(p -
-// 43)), whose unit is 2^-43. A whole block's partial sums are bounded by 2^12, beyond 2^(-43 + 53),
-// so it leaves no room for any carry; a piece's by 2^9, leaving 2^10 - 2^9 for C and the walk of
-// the sums. t is 0, a low part far below C's last bit (kept in the pair), or in [2^-44, 2^-43),
-// below the pieces' unit, which the pass splits off as the part it rounds with (nudged or to odd).
+// Blocks of 2048 terms in +-[1/2, 1) with full mantissas, each holding one term in
+// [2^(p - 44), 2^(p - 43)), whose unit is 2^-43: a whole block's partial sums are bounded by 2^11
+// beyond 2^(-43 + 53), which leaves fused_carry no room for any carry. The carry C + t, then:
+// C in [128, 256) (kNear) keeps every running sum below 2^9, where the whole block's guessed pass
+// holds by what it wrote (fused_pass_exact) while t is 0; C in [576, 640) (kFar) puts them past
+// it, and the blocks go fused in 256-term pieces, whose sums are bounded by 2^8, leaving C up to
+// 2^10 - 2^8 (exact_row); C in [1088, 1152) (kPast) puts them past 2^10, where a plain pass would
+// round, so neither may hold. t is 0, a low part far below C's last bit (kept in the pair), or in
+// [2^-44, 2^-43), below the unit, which the pass splits off as the part it rounds with (nudged or
+// to odd): both not the plain pass, so the pieces take them either way.
+enum class CarryPlace { kNear, kFar, kPast };
+
 template <class T>
-void check_fused_short_pieces(int precision) {
-  std::mt19937_64 rng(20261206);
+void check_fused_small_unit(int precision, CarryPlace place) {
+  std::mt19937_64 rng(20261206 + static_cast<int>(place));
   const auto mantissa = [&] {  // an integer of `precision` bits
     return static_cast<double>((int64_t{1} << (precision - 1)) +
                                static_cast<int64_t>(rng() % (uint64_t{1} << (precision - 1))));
@@ -695,7 +700,13 @@ void check_fused_short_pieces(int precision) {
     const double t = trial < 4   ? 0
                      : trial < 8 ? sign() * std::ldexp(1.0, -60 - trial)
                                  : sign() * std::ldexp(mantissa(), -44 - precision + 1);
-    std::vector<T> row = {of<T>(c_sign * std::ldexp(mantissa(), 8 - precision))};
+    std::vector<T> row;
+    if (place == CarryPlace::kNear) {
+      row.push_back(of<T>(c_sign * std::ldexp(mantissa(), 8 - precision)));
+    } else {
+      row.push_back(of<T>(c_sign * (place == CarryPlace::kFar ? 512 : 1024)));
+      row.push_back(of<T>(c_sign * std::ldexp(mantissa(), 7 - precision)));
+    }
     if (t != 0) row.push_back(of<T>(t));
     row.resize(kFusedStart, of<T>(0.0));
     for (int block = 0; block < 4; ++block) {
@@ -707,13 +718,22 @@ void check_fused_short_pieces(int precision) {
       }
     }
     check_both_ways(row, std::string(cumulus::dtype_name(cumulus::dtype_of<T>)) +
-                             " whole blocks failing, pieces passing, trial " +
+                             " blocks of a fine unit, carry place " +
+                             std::to_string(static_cast<int>(place)) + ", trial " +
                              std::to_string(trial));
   }
 }
 
-TEST(ExactRows, FloatFusedShortPieces) { check_fused_short_pieces<float>(24); }
-TEST(ExactRows, BFloat16FusedShortPieces) { check_fused_short_pieces<cumulus::BFloat16>(8); }
+TEST(ExactRows, FloatFusedSmallUnit) {
+  for (const auto place : {CarryPlace::kNear, CarryPlace::kFar, CarryPlace::kPast}) {
+    check_fused_small_unit<float>(24, place);
+  }
+}
+TEST(ExactRows, BFloat16FusedSmallUnit) {
+  for (const auto place : {CarryPlace::kNear, CarryPlace::kFar, CarryPlace::kPast}) {
+    check_fused_small_unit<cumulus::BFloat16>(8, place);
+  }
+}
 
 // A carry C = +-2^40 far above its blocks (fused_far): terms +-k g (k in 1..3, mostly up, so the
 // partial sums P climb across T's midpoints beside C: g is the midpoint offset 2^(40 - p), or

@@ -848,6 +848,20 @@ void check_fused_guesses_missing(int precision) {
 TEST(ExactRows, FloatFusedGuessesMissing) { check_fused_guesses_missing<float>(24); }
 TEST(ExactRows, BFloat16FusedGuessesMissing) { check_fused_guesses_missing<cumulus::BFloat16>(8); }
 
+// A carry pair whose low part outgrew half its high part's last place (the scalar way's pair_add
+// gathers every term's error in lo) before blocks that go the far way: 2^48 and 2^24, a float
+// midpoint, then 254 terms of 0.03, each below half of 2^48's last place (so lo reaches 7.6; the
+// range forces the scalar way), then terms of -0.001: every exact output lies above the midpoint,
+// RN(hi + P) below it, and from 2 doubles under it on the midpoint test lets it stand unless the
+// pair is normalised first.
+TEST(ExactRows, FloatFusedFarAfterAnUnevenPair) {
+  std::vector<float> row = {0x1p48f, 0x1p24f};
+  row.resize(256, 0.03f);
+  row.resize(2 * kFusedBlock, -0.001f);
+  row.resize(2 * kFusedBlock + 300, 0.0f);
+  check_row(row, "float far blocks after an uneven pair");
+}
+
 // An infinity at every position mod 32 (every lane of the range test's 16- and 32-bit lanes and of
 // the vectors), -inf and NaN at some, and the opposite one in a block's scalar tail; rows of -0
 // that meet terms; a prefix whose exact zero must be +0 through a fused block of -0.

@@ -848,6 +848,64 @@ void check_fused_guesses_missing(int precision) {
 TEST(ExactRows, FloatFusedGuessesMissing) { check_fused_guesses_missing<float>(24); }
 TEST(ExactRows, BFloat16FusedGuessesMissing) { check_fused_guesses_missing<cumulus::BFloat16>(8); }
 
+// Rows where the fused pass, out of place, guesses a block's way before it knows the block's range:
+// the far way (RN(hi + P), fused_far) after a block that went it, and back where a block had a
+// plan. A carry of 2^(74 - p), far above blocks of terms in +-[1/2, 1) with full mantissas (c + P
+// would need 74 bits); some blocks (listed) hold one term of +-2^-44 (1 + 2^(1 - p)), whose last
+// bit leaves the block's partial sums no double (the far way fails after its pass), some only
+// terms of +-2^22 or 1.5 times that, which leave the carry a plan (the next block guesses by
+// range), and late ones one term of +-2^(71 - p), which keeps the carry no longer far above them.
+// Then the carry and every term but the small ones taken back out, so the tail shows their sum,
+// which a block whose carry after it was not exact would lose. One trial with a NaN in a late
+// block.
+template <class T>
+void check_fused_guesses_far(int precision) {
+  const std::string name(cumulus::dtype_name(cumulus::dtype_of<T>));
+  std::mt19937_64 rng(20261206);
+  const double carry = std::ldexp(1.0, 74 - precision);
+  const double small = std::ldexp(1 + std::ldexp(1.0, 1 - precision), -44);
+  const double coarse = 0x1p22;
+  const auto sign = [&] { return rng() % 2 == 0 ? 1.0 : -1.0; };
+  const auto term = [&] {  // +-[1/2, 1), `precision` bits
+    return sign() * std::ldexp(static_cast<double>((uint64_t{1} << (precision - 1)) +
+                                                   rng() % (uint64_t{1} << (precision - 1))),
+                               -precision);
+  };
+  const auto listed = [](const auto& list, std::size_t block) {
+    return std::find(std::begin(list), std::end(list), block) != std::end(list);
+  };
+  const std::size_t small_blocks[] = {5, 12, 13, 24};
+  const std::size_t coarse_blocks[] = {9, 16, 17, 27};
+  const std::size_t large_blocks[] = {31, 36};
+  for (const bool with_nan : {false, true}) {
+    std::vector<double> terms;
+    std::vector<T> row = {of<T>(carry)};
+    row.resize(kFusedStart, of<T>(0.0));
+    for (std::size_t block = 0; block < 40; ++block) {
+      const std::size_t start = terms.size();
+      for (std::size_t k = 0; k < kFusedBlock; ++k) {
+        terms.push_back(listed(coarse_blocks, block) ? sign() * coarse * (1 + 0.5 * (rng() % 2))
+                                                     : term());
+      }
+      const std::size_t at = start + rng() % kFusedBlock;
+      if (listed(large_blocks, block)) terms[at] = sign() * std::ldexp(1.0, 71 - precision);
+      for (std::size_t i = start; i < terms.size(); ++i) {
+        const bool is_small = i == at && listed(small_blocks, block);
+        row.push_back(of<T>(is_small ? sign() * small : terms[i]));
+        if (is_small) terms[i] = 0;  // not taken back out
+      }
+      if (with_nan && block == 34) row[row.size() - 1 - rng() % kFusedBlock] = of<T>(std::nan(""));
+    }
+    row.push_back(of<T>(-carry));
+    for (const double v : terms) row.push_back(of<T>(-v));
+    for (int k = 0; k < 300; ++k) row.push_back(of<T>(0.0));
+    check_both_ways(row, name + " blocks guessed far" + (with_nan ? ", a NaN" : ""));
+  }
+}
+
+TEST(ExactRows, FloatFusedGuessesFar) { check_fused_guesses_far<float>(24); }
+TEST(ExactRows, BFloat16FusedGuessesFar) { check_fused_guesses_far<cumulus::BFloat16>(8); }
+
 // A carry pair whose low part outgrew half its high part's last place (the scalar way's pair_add
 // gathers every term's error in lo) before blocks that go the far way: 2^48 and 2^24, a float
 // midpoint, then 254 terms of 0.03, each below half of 2^48's last place (so lo reaches 7.6; the
@@ -860,6 +918,32 @@ TEST(ExactRows, FloatFusedFarAfterAnUnevenPair) {
   row.resize(2 * kFusedBlock, -0.001f);
   row.resize(2 * kFusedBlock + 300, 0.0f);
   check_row(row, "float far blocks after an uneven pair");
+}
+
+// float rows where the guessed range's plan would round (the carry 1 + 2^-44 has bits below its
+// unit) and the fused pass guesses the pass as is (c = hi) instead: blocks of terms in [1/2, 1),
+// multiples of 2^-16, each followed by its negation, so the carry comes back to 1 + 2^-44. Past
+// 2^9 c + P is no double, and many outputs fall on float's midpoints, where the 2^-44 decides the
+// rounding: the guess must fail. And rows of normal terms, where it mostly holds.
+TEST(ExactRows, FloatFusedGuessesAsIs) {
+  std::mt19937_64 rng(20261207);
+  std::vector<float> row = {1.0f, 0x1p-44f};
+  row.resize(kFusedStart, 0.0f);
+  for (int pair = 0; pair < 6; ++pair) {
+    std::vector<float> block;
+    for (std::size_t k = 0; k < kFusedBlock; ++k) {
+      block.push_back(std::ldexp(static_cast<float>((1 << 15) + rng() % (1 << 15)), -16));
+    }
+    row.insert(row.end(), block.begin(), block.end());
+    for (const float v : block) row.push_back(-v);
+  }
+  check_both_ways(row, "float blocks on midpoints past a carry of 1 + 2^-44");
+  for (const double scale : {1.0, 0x1p-20, 0x1p30}) {
+    std::normal_distribution<double> normal(0, scale);
+    std::vector<float> terms(std::size_t{1} << 18);
+    for (float& v : terms) v = static_cast<float>(normal(rng));
+    check_row(terms, "float normal terms, scale " + std::to_string(scale));
+  }
 }
 
 // An infinity at every position mod 32 (every lane of the range test's 16- and 32-bit lanes and of

@@ -2,6 +2,7 @@
 // 512 MB moved, reported in bytes per second (input plus output) next to a memcpy of the same
 // bytes and the streaming ceilings (Ceiling/...) in the same process.
 // Run: build/bench/bench_kernels [--benchmark_filter=...] [--case=OP:DTYPE:SHAPES:AXIS ...]
+//      [--case_threads=N] [--case_values=random|normal|unit]
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -547,12 +548,17 @@ void register_sums() {
 // (OP CumSum, CumProd or Sum; DTYPE as dtype_name gives it; SHAPES the inputs' shapes joined by
 // '+', each as 4x16384 or 'scalar'; AXIS for a scan), run on --case_threads=N threads (default
 // 1: one core's rate), over inputs as `cumulus perf --input NAME=random:DIMS` makes them
-// (random_input.h). Reported in output elements per second.
+// (random_input.h), or, for the floating types, as --case_values=normal (standard normal) or
+// --case_values=unit (uniform [0, 1)) says: the exact kernels' certificates depend on the terms'
+// exponents and signs. Reported in output elements per second.
+enum class Values { kRandom, kNormal, kUnit };
+
 struct Case {
   std::string text, op;
   DType dtype = DType::kFloat32;
   std::vector<Shape> shapes;
   int64_t axis = 0;
+  Values values = Values::kRandom;
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -585,9 +591,20 @@ Case parse_case(const std::string& text) {
   return c;
 }
 
-Tensor case_tensor(DType dtype, Shape shape, std::mt19937_64& rng) {
+Tensor case_tensor(DType dtype, Shape shape, Values values, std::mt19937_64& rng) {
   Tensor t(dtype, std::move(shape));
-  cumulus::cli::fill_random(t, rng);
+  if (values == Values::kRandom || !cumulus::is_floating(dtype)) {
+    cumulus::cli::fill_random(t, rng);
+    return t;
+  }
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> unit(0, 1);
+  cumulus::visit_dtype(dtype, [&]<class T>(T) {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.size(); ++i) {
+      p[i] = cumulus::from_double<T>(values == Values::kNormal ? normal(rng) : unit(rng));
+    }
+  });
   return t;
 }
 
@@ -595,7 +612,7 @@ void register_case(const Case& c, int threads) {
   benchmark::RegisterBenchmark(("Case/" + c.text).c_str(), [c, threads](benchmark::State& state) {
     std::mt19937_64 rng(1);
     std::vector<Tensor> inputs;
-    for (const Shape& s : c.shapes) inputs.push_back(case_tensor(c.dtype, s, rng));
+    for (const Shape& s : c.shapes) inputs.push_back(case_tensor(c.dtype, s, c.values, rng));
     const std::vector<cumulus::ConstTensorView> views(inputs.begin(), inputs.end());
     Tensor y(c.dtype, c.op == "Sum" ? cumulus::sum_shape(views) : c.shapes[0]);
     const auto run = [&] {
@@ -631,6 +648,7 @@ void register_case(const Case& c, int threads) {
 bool register_cases(int& argc, char** argv) {
   std::vector<std::string> texts;
   int threads = 1;
+  Values values = Values::kRandom;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -642,6 +660,15 @@ bool register_cases(int& argc, char** argv) {
         std::fprintf(stderr, "bench_kernels: --case_threads must be a positive count\n");
         return false;
       }
+    } else if (arg.starts_with("--case_values=")) {
+      const std::string_view name = arg.substr(14);
+      if (name != "random" && name != "normal" && name != "unit") {
+        std::fprintf(stderr, "bench_kernels: --case_values must be random, normal or unit\n");
+        return false;
+      }
+      values = name == "normal" ? Values::kNormal
+               : name == "unit" ? Values::kUnit
+                                : Values::kRandom;
     } else {
       argv[kept++] = argv[i];
     }
@@ -649,7 +676,9 @@ bool register_cases(int& argc, char** argv) {
   argc = kept;
   for (const std::string& text : texts) {
     try {
-      register_case(parse_case(text), threads);
+      Case c = parse_case(text);
+      c.values = values;
+      register_case(c, threads);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "bench_kernels: --case=%s: %s\n", text.c_str(), e.what());
       return false;

@@ -551,14 +551,14 @@ void register_sums() {
 // (random_input.h), or, for the floating types, as --case_values=normal (standard normal) or
 // --case_values=unit (uniform [0, 1)) says: the exact kernels' certificates depend on the terms'
 // exponents and signs. Reported in output elements per second.
-enum class Values { kRandom, kNormal, kUnit };
+using cumulus::cli::RandomValues;
 
 struct Case {
   std::string text, op;
   DType dtype = DType::kFloat32;
   std::vector<Shape> shapes;
   int64_t axis = 0;
-  Values values = Values::kRandom;
+  RandomValues values = RandomValues::kRandom;
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -591,20 +591,11 @@ Case parse_case(const std::string& text) {
   return c;
 }
 
-Tensor case_tensor(DType dtype, Shape shape, Values values, std::mt19937_64& rng) {
+// The integer types take random values whatever --case_values says.
+Tensor case_tensor(DType dtype, Shape shape, RandomValues values, std::mt19937_64& rng) {
   Tensor t(dtype, std::move(shape));
-  if (values == Values::kRandom || !cumulus::is_floating(dtype)) {
-    cumulus::cli::fill_random(t, rng);
-    return t;
-  }
-  std::normal_distribution<double> normal;
-  std::uniform_real_distribution<double> unit(0, 1);
-  cumulus::visit_dtype(dtype, [&]<class T>(T) {
-    T* p = t.data<T>();
-    for (int64_t i = 0; i < t.size(); ++i) {
-      p[i] = cumulus::from_double<T>(values == Values::kNormal ? normal(rng) : unit(rng));
-    }
-  });
+  cumulus::cli::fill_random(
+      t, rng, cumulus::cli::random_values_fit(values, dtype) ? values : RandomValues::kRandom);
   return t;
 }
 
@@ -648,7 +639,7 @@ void register_case(const Case& c, int threads) {
 bool register_cases(int& argc, char** argv) {
   std::vector<std::string> texts;
   int threads = 1;
-  Values values = Values::kRandom;
+  RandomValues values = RandomValues::kRandom;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -661,14 +652,12 @@ bool register_cases(int& argc, char** argv) {
         return false;
       }
     } else if (arg.starts_with("--case_values=")) {
-      const std::string_view name = arg.substr(14);
-      if (name != "random" && name != "normal" && name != "unit") {
+      const std::optional<RandomValues> v = cumulus::cli::random_values_from_text(arg.substr(14));
+      if (!v) {
         std::fprintf(stderr, "bench_kernels: --case_values must be random, normal or unit\n");
         return false;
       }
-      values = name == "normal" ? Values::kNormal
-               : name == "unit" ? Values::kUnit
-                                : Values::kRandom;
+      values = *v;
     } else {
       argv[kept++] = argv[i];
     }

@@ -11,7 +11,9 @@ pages, the fastest of the vector widths it tries) and a memcpy of half the bytes
 It prints one markdown table and writes it to --out.
 
 Every runtime gets the same kind of inputs: uniform [-1, 1) for floating types, uniform integers in
-[-100, 100] for the integer types (what `cumulus perf --input x=random:DIMS` makes), and the same thread count.
+[-100, 100] for the integer types (what `cumulus perf --input x=random:DIMS` makes), or, where a
+workload says so, standard normal or uniform [0, 1) floating terms (normal:DIMS, unit:DIMS), and
+the same thread count.
 Only the operator call is timed (the medians are of single runs, after warm-up runs).
 """
 
@@ -57,6 +59,7 @@ class Workload:
     quick_shapes: list[list[int]]
     axis: int = 0                # scans only
     small: bool = False          # in-cache: more iterations
+    values: str = "random"       # the floating terms: random [-1, 1), normal or unit [0, 1)
 
     def input_shapes(self, quick: bool) -> list[list[int]]:
         return self.quick_shapes if quick else self.shapes
@@ -72,7 +75,9 @@ class Workload:
             what = _shape_text(shapes[0])
             if len(shapes[0]) > 1:
                 what += f" axis {self.axis}"
-        return f"{self.op} {self.dtype} {what}" + (" (in cache)" if self.small else "")
+        terms = {"random": "", "normal": " normal terms", "unit": " terms in [0, 1)"}[self.values]
+        return (f"{self.op} {self.dtype} {what}{terms}"
+                + (" (in cache)" if self.small else ""))
 
 
 def _shape_text(shape: list[int]) -> str:
@@ -106,6 +111,10 @@ WORKLOADS = [
     Workload("sum-f16-3", "Sum", "f16", [[4096, 16384]] * 3, [[256, 4096]] * 3),
     Workload("small-1000", "CumSum", "f32", [[1000]], [[1000]], small=True),
     Workload("small-262144", "CumSum", "f32", [[262144]], [[262144]], small=True),
+    # The exact sums' certificates depend on the terms' exponents and signs.
+    Workload("cumsum-f32-normal", "CumSum", "f32", [[M64]], [[1 << 20]], values="normal"),
+    Workload("small-262144-normal", "CumSum", "f32", [[262144]], [[262144]], small=True,
+             values="normal"),
 ]
 
 
@@ -238,8 +247,11 @@ def _numpy_worker(job: dict) -> dict:
 
     def make(shape):
         if dtype.kind == "f":
-            return (rng.random(shape, dtype=np.float32 if dtype.itemsize <= 4 else np.float64)
-                    * 2 - 1).astype(dtype, copy=False)
+            wide = np.float32 if dtype.itemsize <= 4 else np.float64
+            if job["values"] == "normal":
+                return rng.standard_normal(shape, dtype=wide).astype(dtype, copy=False)
+            low = 0 if job["values"] == "unit" else -1
+            return (rng.random(shape, dtype=wide) * (1 - low) + low).astype(dtype, copy=False)
         return rng.integers(-100, 101, size=shape, dtype=dtype)
 
     xs = [np.asarray(make(s)) for s in job["shapes"]]
@@ -269,7 +281,10 @@ def _torch_worker(job: dict) -> dict:
     def make(shape):
         if dtype.is_floating_point:
             wide = torch.float64 if dtype == torch.float64 else torch.float32
-            return (torch.rand(shape, dtype=wide, generator=gen) * 2 - 1).to(dtype)
+            if job["values"] == "normal":
+                return torch.randn(shape, dtype=wide, generator=gen).to(dtype)
+            low = 0 if job["values"] == "unit" else -1
+            return (torch.rand(shape, dtype=wide, generator=gen) * (1 - low) + low).to(dtype)
         return torch.randint(-100, 101, shape, dtype=dtype, generator=gen)
 
     xs = [make(s) for s in job["shapes"]]
@@ -348,8 +363,8 @@ def _peer_env() -> dict:
     return env
 
 
-def _input_spec(shape: list[int]) -> str:
-    return "random:" + "x".join(map(str, shape)) if shape else "random:scalar"
+def _input_spec(shape: list[int], values: str) -> str:
+    return f"{values}:" + ("x".join(map(str, shape)) if shape else "scalar")
 
 
 def cumulus_env(cap: str | None) -> dict | None:
@@ -369,7 +384,7 @@ def time_cumulus(args, w: Workload, shapes, model: Path, iterations: int, warmup
     cmd = [str(args.cumulus), "perf", str(model), "--iterations", str(iterations),
            "--warmup", str(warmup), "--threads", str(args.threads), "--json", "--seed", "1"]
     for name, shape in zip(input_names(w, shapes), shapes):
-        cmd += ["--input", f"{name}={_input_spec(shape)}"]
+        cmd += ["--input", f"{name}={_input_spec(shape, w.values)}"]
     cell = _cell(_run_json(cmd, env=cumulus_env(cap)))
     if cell.ms is not None and cell.extra.get("bytes") != moved_bytes(w, shapes):
         print(f"warning: {w.key}: cumulus counted {cell.extra.get('bytes')} bytes, "
@@ -385,7 +400,7 @@ def time_ort(args, w: Workload, shapes, model: Path, iterations: int, warmup: in
     prefix = args.workdir / f"ort-profile-{os.getpid()}-{w.key}"
     job = {
         "model": str(model),
-        "inputs": [{"name": n, "dtype": ort_dtype, "shape": s}
+        "inputs": [{"name": n, "dtype": ort_dtype, "shape": s, "values": w.values}
                    for n, s in zip(input_names(w, shapes), shapes)],
         "outputs": [{"name": "y", "dtype": ort_dtype, "shape": output_shape(w, shapes)}],
         "threads": args.threads, "iterations": iterations, "warmup": warmup,
@@ -406,7 +421,7 @@ def time_ort(args, w: Workload, shapes, model: Path, iterations: int, warmup: in
 def time_python_peer(args, kind: str, w: Workload, shapes, iterations: int, warmup: int) -> Cell:
     job = {"op": w.op, "dtype": w.dtype, "shapes": shapes, "out_shape": output_shape(w, shapes),
            "axis": w.axis, "threads": args.threads, "iterations": iterations, "warmup": warmup,
-           "budget_s": args.budget, "seed": 1}
+           "budget_s": args.budget, "seed": 1, "values": w.values}
     return _cell(_run_json([args.python, str(Path(__file__).resolve()), "--worker", kind],
                            stdin=json.dumps(job), env=_peer_env()))
 
@@ -471,6 +486,7 @@ def time_in_cache(args, w: Workload, shapes, cap: str | None) -> Cell:
     spec = (f"{w.op}:{DTYPES[w.dtype][4]}:"
             + "+".join("x".join(map(str, s)) or "scalar" for s in small) + f":{w.axis}")
     cmd = [str(args.bounds), f"--case={spec}", f"--case_threads={args.threads}",
+           f"--case_values={w.values}",
            "--benchmark_filter=^Case/", "--benchmark_format=json", "--benchmark_min_time=0.2",
            "--benchmark_repetitions=3", "--benchmark_report_aggregates_only=true"]
     try:

@@ -2,7 +2,7 @@
 //
 // Usage: node ort_time.mjs JOB.json   (or the job JSON on standard input)
 //
-// The job: {"model": path, "inputs": [{"name", "dtype", "shape"}], "outputs": [...], "threads",
+// The job: {"model": path, "inputs": [{"name", "dtype", "shape", "values"}], "outputs": [...], "threads",
 // "iterations", "warmup", "budget_s", "prealloc", "profile_prefix"}. The inputs are made before
 // timing. Each `session.run` is timed twice:
 // - from Node (node_*_ms): the wall time of `await session.run(...)`. This includes the Node
@@ -70,27 +70,43 @@ function toBfloat16Bits(value) {
   return ((x + 0x7fff + ((x >>> 16) & 1)) >>> 16) & 0xffff;
 }
 
-// Random values like `cumulus perf`'s random: uniform [-1, 1) for floating types, uniform
-// integers in [-100, 100] for signed integers.
-function makeTensor({ dtype, shape }) {
+// One floating term of the kind `values` names, like `cumulus perf`'s KIND:DIMS inputs: random
+// (uniform [-1, 1)), normal (standard normal, Box-Muller) or unit (uniform [0, 1)).
+function termMaker(values) {
+  switch (values ?? 'random') {
+    case 'random':
+      return () => Math.random() * 2 - 1;
+    case 'unit':
+      return () => Math.random();
+    case 'normal':
+      return () => Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random());
+    default:
+      throw new Error(`unknown input values ${values}`);
+  }
+}
+
+// Random values like `cumulus perf`'s: floating terms as termMaker makes them, uniform integers in
+// [-100, 100] for signed integers.
+function makeTensor({ dtype, shape, values }) {
   const n = shape.reduce((a, b) => a * b, 1);
+  const term = termMaker(values);
   let data;
   switch (dtype) {
     case 'float32':
       data = new Float32Array(n);
-      for (let i = 0; i < n; ++i) data[i] = Math.random() * 2 - 1;
+      for (let i = 0; i < n; ++i) data[i] = term();
       break;
     case 'float64':
       data = new Float64Array(n);
-      for (let i = 0; i < n; ++i) data[i] = Math.random() * 2 - 1;
+      for (let i = 0; i < n; ++i) data[i] = term();
       break;
     case 'float16':
       data = new Uint16Array(n);
-      for (let i = 0; i < n; ++i) data[i] = toHalfBits(Math.random() * 2 - 1);
+      for (let i = 0; i < n; ++i) data[i] = toHalfBits(term());
       break;
     case 'bfloat16':
       data = new Uint16Array(n);
-      for (let i = 0; i < n; ++i) data[i] = toBfloat16Bits(Math.random() * 2 - 1);
+      for (let i = 0; i < n; ++i) data[i] = toBfloat16Bits(term());
       break;
     case 'int32':
       data = new Int32Array(n);

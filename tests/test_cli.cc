@@ -10,8 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -306,6 +308,50 @@ TEST_F(Cli, RunWithRandomAndConstInputs) {
   EXPECT_EQ(printed.status, 0) << printed.err;
   EXPECT_THAT(printed.out, AllOf(StartsWith("a: shape=(), dtype=float64\n"),
                                  HasSubstr("\ns: shape=(2, 3), dtype=float64\n")));
+}
+
+// normal:DIMS and unit:DIMS: standard normal and uniform [0, 1) terms, for floating inputs only.
+TEST_F(Cli, NormalAndUnitInputs) {
+  ModelBuilder b(13);
+  b.input("n", kFloat, std::vector<Dim>{4096}).input("u", kFloat, std::vector<Dim>{4096});
+  b.input("k", kInt32, std::vector<Dim>{4}).output("n").output("u").output("k");
+  b.write(dir_ / "values.onnx");
+  const std::string m = (dir_ / "values.onnx").string();
+  const fs::path out = dir_ / "out";
+  const Result r = cli({"run", m, "-i", "n=normal:4096", "-i", "u=unit:4096", "-i", "k=random:4",
+                        "-o", out.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto moments = [](const std::vector<float>& v) {
+    double sum = 0, squares = 0;
+    for (float x : v) sum += x;
+    const double mean = sum / static_cast<double>(v.size());
+    for (float x : v) squares += (x - mean) * (x - mean);
+    return std::pair(mean, std::sqrt(squares / static_cast<double>(v.size())));
+  };
+  const std::vector<float> n = values_of<float>(read_npy(out / "n.npy"));
+  ASSERT_EQ(n.size(), 4096u);
+  const auto [n_mean, n_sd] = moments(n);
+  // Over 4096 draws the mean's standard error is 1/64, the deviation's about 1/90.
+  EXPECT_NEAR(n_mean, 0.0, 0.08);
+  EXPECT_NEAR(n_sd, 1.0, 0.06);
+  EXPECT_GT(std::ranges::count_if(n, [](float x) { return std::fabs(x) > 2; }), 40);
+  const std::vector<float> u = values_of<float>(read_npy(out / "u.npy"));
+  ASSERT_EQ(u.size(), 4096u);
+  EXPECT_TRUE(std::ranges::all_of(u, [](float x) { return x >= 0 && x < 1; }));
+  const auto [u_mean, u_sd] = moments(u);
+  EXPECT_NEAR(u_mean, 0.5, 0.03);
+  EXPECT_NEAR(u_sd, std::sqrt(1.0 / 12), 0.03);
+
+  for (const char* spec : {"k=normal:4", "k=unit:4"}) {
+    const Result bad = cli({"run", m, "-i", "n=normal:4096", "-i", "u=unit:4096", "-i", spec});
+    expect_one_error_line(bad, 2);
+    EXPECT_THAT(bad.err, AllOf(HasSubstr(spec), HasSubstr("'k' is int32"), HasSubstr("random:")));
+  }
+  for (const char* spec : {"n=normal:", "n=normal:4x-1", "n=unit:q"}) {
+    const Result bad = cli({"run", m, "-i", spec});
+    expect_one_error_line(bad, 2);
+    EXPECT_THAT(bad.err, HasSubstr(spec));
+  }
 }
 
 TEST_F(Cli, OutputDirWritesNpyAndPb) {

@@ -93,7 +93,14 @@ Shape parse_dims(std::string_view text, std::string_view spec) {
       "--input {}: '{}' is not a list of dimensions like 4096x16384 (or 'scalar')", spec, text));
 }
 
-Tensor random_tensor(const std::string& input, DType dtype, Shape shape, std::mt19937_64& rng) {
+Tensor random_tensor(const std::string& input, DType dtype, Shape shape, RandomValues values,
+                     std::string_view spec, std::mt19937_64& rng) {
+  if (!random_values_fit(values, dtype)) {
+    throw UsageError(fmt::format(
+        "--input {}: input '{}' is {}, and normal: and unit: make floating values only; "
+        "give random:DIMS",
+        spec, input, dtype_name(dtype)));
+  }
   // The tensor's own errors (the memory limit, an allocation failure) do not know the input.
   Tensor t = [&] {
     try {
@@ -102,7 +109,7 @@ Tensor random_tensor(const std::string& input, DType dtype, Shape shape, std::mt
       fail(e.code(), "input '{}': {}", input, e.what());
     }
   }();
-  fill_random(t, rng);
+  fill_random(t, rng, values);
   return t;
 }
 
@@ -129,7 +136,7 @@ Tensor const_tensor(DType dtype, std::string_view text, std::string_view spec) {
   return t;
 }
 
-// NAME=SPEC, SPEC one of: a .npy/.pb file, random:DIMS, const:V.
+// NAME=SPEC, SPEC one of: a .npy/.pb file, random:DIMS, normal:DIMS, unit:DIMS, const:V.
 Feeds make_feeds(const Model& model, const std::vector<std::string>& specs, uint64_t seed) {
   Feeds feeds;
   std::mt19937_64 rng(seed);
@@ -139,7 +146,7 @@ Feeds make_feeds(const Model& model, const std::vector<std::string>& specs, uint
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
       throw UsageError(
           fmt::format("--input '{}' is not NAME=SPEC (SPEC: a .npy or .pb file, "
-                      "random:DIMS or const:V)",
+                      "random:DIMS, normal:DIMS, unit:DIMS or const:V)",
                       spec));
     }
     const std::string name = spec.substr(0, eq);
@@ -148,8 +155,11 @@ Feeds make_feeds(const Model& model, const std::vector<std::string>& specs, uint
       throw UsageError(fmt::format("--input '{}' is given twice", name));
     const ValueInfo& in = model.input(name);
     Tensor t;
-    if (value.starts_with("random:")) {
-      t = random_tensor(name, declared_dtype(in, spec), parse_dims(value.substr(7), spec), rng);
+    const std::size_t colon = value.find(':');
+    const std::optional<RandomValues> kind = random_values_from_text(value.substr(0, colon));
+    if (kind && colon != std::string_view::npos) {
+      t = random_tensor(name, declared_dtype(in, spec), parse_dims(value.substr(colon + 1), spec),
+                        *kind, spec, rng);
     } else if (value.starts_with("const:")) {
       t = const_tensor(declared_dtype(in, spec), value.substr(6), spec);
     } else {
@@ -439,11 +449,14 @@ int main(int argc, char** argv) {
         ->transform(CLI::AsSizeValue(false));
   };
   auto add_seed = [&](CLI::App* sub) {
-    sub->add_option("--seed", seed, "Seed for random: inputs")->capture_default_str();
+    sub->add_option("--seed", seed, "Seed for random:, normal: and unit: inputs")
+        ->capture_default_str();
   };
   const char* kSpecHelp =
       "NAME=SPEC; SPEC is a .npy or .pb file, random:DIMS (e.g. random:4096x16384, "
-      "random:scalar) or const:V (a 0-D tensor of the input's type)";
+      "random:scalar; uniform in [-1, 1), integers in [-100, 100]), normal:DIMS (standard "
+      "normal) or unit:DIMS (uniform in [0, 1)), both for floating inputs, or const:V (a 0-D "
+      "tensor of the input's type)";
 
   std::string model_path, output_dir, format = "npy";
   std::vector<std::string> inputs, dirs;

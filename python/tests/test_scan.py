@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import cumulus
 from helpers import make, random_values
 from reference import (DTYPES, FLOATS, INTS, NUMPY_DTYPES, as_values, assert_equal_values,
-                       exact, scan_reference, ulp)
+                       exact, scan_reference, sum_reference, ulp)
 
 OPS = {"cumsum": cumulus.cumsum, "cumprod": cumulus.cumprod}
 U = Fraction(1, 1 << 53)  # the unit roundoff of double
@@ -250,3 +250,23 @@ def test_results_own_their_memory():
     del x
     y[0] = 5
     assert y[0] == 5
+
+
+def test_callers_flushing_subnormals_changes_nothing(rng):
+    """torch.set_flush_denormal(True) makes the calling thread flush subnormals (FTZ and DAZ):
+    cumulus still gives the exact sums rounded once, and the caller keeps its setting."""
+    x = (rng.uniform(0.5, 1.0, 64) * 2.0**-140).astype(np.float32)  # float32 subnormals
+    x[::3] *= -1
+    _, rounded = scan_reference(x.astype(np.float64), "float32", "cumsum", 0)
+    _, doubled = sum_reference([x.astype(np.float64), x.astype(np.float64)], "float32")
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU cannot flush subnormals")
+    try:
+        tiny = torch.tensor([1e-40], dtype=torch.float32)
+        assert (tiny * 1.0).item() == 0  # flushing, as the caller asked
+        got, total = cumulus.cumsum(x), cumulus.sum(x, x)
+        assert (tiny * 1.0).item() == 0  # and still after the calls
+    finally:
+        torch.set_flush_denormal(False)
+    assert_equal_values(got.astype(np.float64), rounded)
+    assert_equal_values(total.astype(np.float64), doubled)

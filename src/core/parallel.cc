@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/float_env.h"
 #include "cumulus/ops.h"
 
 namespace cumulus {
@@ -96,6 +97,8 @@ class Pool {
 
   void work(uint64_t seen) {
     tls_in_pool = true;
+    // A worker starts in its creator's environment; it runs only the operators' work.
+    const DefaultFloatEnvironment environment;
     for (;;) {
       await(mutex_, wake_,
             [&] { return stop_.load() || generation_.load(std::memory_order_acquire) != seen; });

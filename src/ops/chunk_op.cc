@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/fail.h"
+#include "core/float_env.h"
 #include "core/parallel.h"
 #include "cumulus/chunks.h"
 #include "kernels/kernels.h"
@@ -350,6 +351,7 @@ DType ScanState::dtype() const noexcept { return impl_->dtype; }
 const Shape& ScanState::lines_shape() const noexcept { return impl_->lines_shape; }
 
 void ScanState::combine(const ScanState& later) {
+  const detail::DefaultFloatEnvironment environment;
   check_state_matches("ScanState.combine", *later.impl_, impl_->op, impl_->dtype,
                       impl_->lines_shape);
   if (later.impl_->fresh) return;
@@ -367,6 +369,7 @@ void ScanState::combine(const ScanState& later) {
 
 void scan_chunk(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions options,
                 ScanState& state) {
+  const detail::DefaultFloatEnvironment environment;
   check_scan_op(op);
   const detail::ScanLayout layout = detail::check_scan(op, x, axis, y);
   ScanState::Impl& s = *state.impl_;
@@ -423,6 +426,7 @@ void scan_chunk(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOp
 }
 
 ScanState chunk_total(OpKind op, ConstTensorView x, int64_t axis) {
+  const detail::DefaultFloatEnvironment environment;
   check_scan_op(op);
   // The scan's checks, with x as its own output (nothing is written).
   const detail::ScanLayout layout =

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/fail.h"
+#include "core/float_env.h"
 #include "core/parallel.h"
 #include "kernels/kernels.h"
 #include "ops/checks.h"
@@ -443,6 +444,7 @@ std::optional<Carry> scan_long_line(OpKind op, DType dtype, const std::byte* x, 
 namespace {
 
 void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions options) {
+  const detail::DefaultFloatEnvironment environment;
   // Named copies, not structured bindings: lambdas below capture them (clang 14 cannot capture a
   // structured binding).
   const detail::ScanLayout layout = detail::check_scan(op, x, axis, y);

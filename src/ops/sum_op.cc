@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/fail.h"
+#include "core/float_env.h"
 #include "core/parallel.h"
 #include "kernels/kernels.h"
 #include "ops/checks.h"
@@ -172,6 +173,7 @@ Broadcast broadcast(std::span<const ConstTensorView> inputs, SumOptions options)
 // `count` elements (at least one), the checks done.
 void run_sum(std::span<const ConstTensorView> inputs, TensorView y, std::size_t count,
              const SumPlan& plan, std::size_t out_bytes) {
+  const detail::DefaultFloatEnvironment environment;
   const detail::Tuning tuning = detail::tuning();
   const std::size_t row_tile = tuning.sum_row_tile;
   const std::size_t rank = plan.rank;

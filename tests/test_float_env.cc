@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -250,6 +251,42 @@ TYPED_TEST(FloatEnvironment, TheModesWouldChangeTheseSums) {
       in_mode = plain_scan();
     }
     EXPECT_NE(first_difference(in_mode, in_default), -1) << mode.name;
+  }
+}
+
+// A caller that unmasks floating-point exceptions (feenableexcept) would have the kernels trap on
+// an infinity, a NaN or an overflowing prefix, input a scan must take: SIGFPE, the program gone.
+// The operators mask them for their work; the results are the default environment's.
+TYPED_TEST(FloatEnvironment, CallersTrapsDoNotFire) {
+  using T = TypeParam;
+  constexpr unsigned kInvalid = 0x0080, kDivideByZero = 0x0200, kOverflow = 0x0400;
+  constexpr unsigned kUnmasked = 0x1f80 & ~(kInvalid | kDivideByZero | kOverflow);
+  const double big = std::ldexp(1.5, kFormat<T>.emax);
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<T> x;
+  for (const double v : {big, big, -big, 1.0, inf, -inf, 2.0, std::nan(""), 0.0, 3.0}) {
+    x.push_back(of<T>(v));
+  }
+  while (x.size() < 300) x.push_back(x[x.size() % 10]);  // past a vector and a short block
+  const Results plain = [&] {
+    const ScopedThreads one(1);
+    return run_all(x);
+  }();
+  for (const int threads : {1, 2}) {
+    Results got;
+    unsigned control = 0;
+    {
+      _mm_setcsr(kUnmasked | (_mm_getcsr() & kFlags));
+      const ScopedThreads pool(threads);
+      got = run_all(x);
+      control = control_bits();
+      _mm_setcsr(0x1f80);  // masked again before anything else runs
+    }
+    EXPECT_EQ(control, kUnmasked) << threads << " threads";
+    EXPECT_EQ(first_difference(got.cumsum, plain.cumsum), -1) << threads << " threads";
+    EXPECT_EQ(first_difference(got.cumprod, plain.cumprod), -1) << threads << " threads";
+    EXPECT_EQ(first_difference(got.sum, plain.sum), -1) << threads << " threads";
+    EXPECT_EQ(first_difference(got.chunked, plain.chunked), -1) << threads << " threads";
   }
 }
 

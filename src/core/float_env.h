@@ -2,8 +2,9 @@
 // inputs and results kept as they are. A caller may run in another: PyTorch's
 // set_flush_denormal(True), code built with -ffast-math (its startup sets flush-to-zero and
 // denormals-are-zero) or an inference engine that sets them for speed, or a rounding mode of its
-// own. There a subnormal float32 term read as zero would make CumSum([1e-39, 1e-39]) give 0, not
-// 2e-39, and the exact sums would round the caller's way. Every operator runs its work in the
+// own, or unmasked exceptions (feenableexcept). There a subnormal float32 term read as zero would
+// make CumSum([1e-39, 1e-39]) give 0, not 2e-39, the exact sums would round the caller's way, and
+// an infinity in the input would stop the program with SIGFPE. Every operator runs its work in the
 // IEEE default and gives the caller's environment back (the exception flags its work raised stay
 // raised, as after any other call).
 #pragma once

@@ -7,10 +7,13 @@
 // thread count. Where the data make every partial result exact in double, every floating type is
 // held to the promise itself: the exact result rounded once, bit for bit.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -1894,4 +1897,39 @@ TEST_F(ThreadCount, ResultsAreBitwiseIdentical) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// A child forked after the pool's workers started has none of them (fork copies only the calling
+// thread). Its scans on several threads must still finish, with the parent's bits, on a pool of
+// its own of the same size, not wait for workers it lacks. Not under ThreadSanitizer's filter
+// (ThreadCount*): it does not support threads started after a multi-threaded fork.
+
+TEST(ForkedChild, ScansOnAPoolOfItsOwn) {
+  const int saved = cumulus::num_threads();
+  cumulus::set_num_threads(2);
+  CUMULUS_SEEDED_RNG(rng);
+  const Shape shape{1 << 20};  // a long row: shared between the threads
+  std::vector<float> x(static_cast<size_t>(shape[0]));
+  for (float& v : x) v = static_cast<float>(uniform(rng, -1, 1));
+  const ConstTensorView xv(DType::kFloat32, shape, x.data());
+  const Tensor parent = cumulus::cumsum(xv, 0);  // the workers run now
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0) << std::strerror(errno);
+  if (pid == 0) {
+    alarm(60);  // a child that waits for ever dies of SIGALRM
+    const Tensor child = cumulus::cumsum(xv, 0);
+    bool same =
+        cumulus::num_threads() == 2 && std::memcmp(child.raw(), parent.raw(), parent.nbytes()) == 0;
+    cumulus::set_num_threads(3);
+    const Tensor again = cumulus::cumsum(xv, 0);
+    same = same && std::memcmp(again.raw(), parent.raw(), parent.nbytes()) == 0;
+    _exit(same ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid) << std::strerror(errno);
+  cumulus::set_num_threads(saved);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status)
+                                 << " (SIGALRM: it waited for workers it does not have)";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "the child's results or thread count differ from the parent's";
+}
 }  // namespace

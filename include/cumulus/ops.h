@@ -65,7 +65,8 @@ Tensor sum(std::span<const ConstTensorView> inputs, SumOptions options = {});
 // operator call that reaches the kernels.
 std::string_view kernel_isa();
 
-// Threads the kernels may use (default: the hardware's). Results do not depend on it.
+// Threads the kernels may use (default: the hardware's). Results do not depend on it. A process
+// forked from one whose threads had started makes its own, as many, at its first call.
 void set_num_threads(int n);
 int num_threads() noexcept;
 

@@ -92,3 +92,20 @@ def test_results_do_not_depend_on_threads(rng):
     for other in results[1:]:
         for a, b in zip(results[0], other):
             assert a.tobytes() == b.tobytes()
+
+
+def _scan_in_child(x):
+    return cumulus.num_threads(), cumulus.cumsum(x)
+
+
+def test_forked_processes_scan_on_their_own_threads():
+    """multiprocessing forks by default on Linux (so do Dask's process workers and PyTorch's
+    DataLoader): a child has none of the parent's worker threads, and must not wait for them."""
+    import multiprocessing
+    x = np.random.default_rng(5).standard_normal(1 << 20).astype(np.float32)
+    cumulus.set_num_threads(2)
+    expected = cumulus.cumsum(x)  # the parent's workers run now
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        threads, got = pool.apply_async(_scan_in_child, (x,)).get(timeout=120)
+    assert threads == 2
+    np.testing.assert_array_equal(got, expected)

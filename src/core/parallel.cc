@@ -1,5 +1,7 @@
 #include "core/parallel.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -131,12 +133,36 @@ int default_threads() {
   return n == 0 ? 1 : static_cast<int>(std::min(n, 256u));
 }
 
+// A forked child has only the thread that called fork(): the pool's workers stay in the parent,
+// and a job handed to them would wait for ever (Python's multiprocessing forks by default on Linux,
+// and so do Dask's process workers and PyTorch's DataLoader). The child leaves the parent's pool as
+// it is (its threads and locks are the parent's) and makes its own, of the same size, when it next
+// needs one. The mutex is held across fork(), so no child starts with it locked by a thread it
+// does not have.
+std::mutex pool_mutex;
+std::atomic<Pool*> current_pool{nullptr};
+int forked_threads = 0;  // the size of the pool a forked child makes; 0: the default
+
+void before_fork() { pool_mutex.lock(); }
+void after_fork_in_parent() { pool_mutex.unlock(); }
+void after_fork_in_child() {
+  if (const Pool* p = current_pool.load(std::memory_order_relaxed)) forked_threads = p->threads();
+  current_pool.store(nullptr, std::memory_order_relaxed);
+  pool_mutex.unlock();
+}
+
 Pool& pool() {
-  static Pool* p = [] {
-    auto* created = new Pool;  // never destroyed: workers must outlive static destructors
-    created->resize(default_threads());
-    return created;
-  }();
+  if (Pool* p = current_pool.load(std::memory_order_acquire)) return *p;
+  std::lock_guard lock(pool_mutex);
+  Pool* p = current_pool.load(std::memory_order_relaxed);
+  if (p == nullptr) {
+    static const bool registered =
+        pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
+    (void)registered;  // without the handlers a forked child's jobs would wait, as before
+    p = new Pool;      // never destroyed: workers must outlive static destructors
+    p->resize(forked_threads > 0 ? forked_threads : default_threads());
+    current_pool.store(p, std::memory_order_release);
+  }
   return *p;
 }
 

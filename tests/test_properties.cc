@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -22,6 +23,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -1931,5 +1933,43 @@ TEST(ForkedChild, ScansOnAPoolOfItsOwn) {
                                  << " (SIGALRM: it waited for workers it does not have)";
   EXPECT_EQ(WEXITSTATUS(status), 0)
       << "the child's results or thread count differ from the parent's";
+}
+
+// Large blocks go back to a cache for reuse under a mutex. A child forked while another thread of
+// the parent holds it would wait for ever at its first large allocation, unless the cache is held
+// across fork(). One thread takes and returns a 1 MiB block as fast as it can (holding the mutex
+// much of the time) while this one forks 200 children that each allocate one.
+TEST(ForkedChild, AllocatesWhileAnotherThreadDoes) {
+  const Shape shape{1 << 18};  // 1 MiB of float32: a cached block
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      const Tensor t(DType::kFloat32, shape);
+      static_cast<void>(t.raw());
+    }
+  });
+  int stuck = 0, failed = 0;
+  for (int i = 0; i < 200 && stuck == 0 && failed == 0; ++i) {
+    const pid_t pid = fork();
+    if (pid < 0) {
+      ++failed;
+      break;
+    }
+    if (pid == 0) {
+      alarm(10);  // a child that waits for ever dies of SIGALRM
+      const Tensor t(DType::kFloat32, shape);
+      _exit(t.raw() != nullptr ? 0 : 1);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+      ++stuck;
+    } else if (WEXITSTATUS(status) != 0) {
+      ++failed;
+    }
+  }
+  stop.store(true);
+  churn.join();
+  EXPECT_EQ(stuck, 0) << "a child died waiting for the block cache (SIGALRM)";
+  EXPECT_EQ(failed, 0) << "a fork or a child's allocation failed";
 }
 }  // namespace

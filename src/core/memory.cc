@@ -1,5 +1,6 @@
 #include "core/memory.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -137,14 +138,27 @@ class BlockCache {
     cached_ += block.capacity;
   }
 
+  // Held across fork(): a child must not start with the mutex locked by a thread it does not
+  // have, or with the list half changed (it would wait for ever at its first large allocation).
+  void lock() { mutex_.lock(); }
+  void unlock() { mutex_.unlock(); }
+
  private:
   std::mutex mutex_;
   std::multimap<std::size_t, std::byte*> free_;
   std::size_t cached_ = 0;
 };
 
+BlockCache& cache();
+void lock_cache() { cache().lock(); }
+void unlock_cache() { cache().unlock(); }
+
 BlockCache& cache() {
-  static auto* c = new BlockCache;  // outlives every static tensor
+  static auto* c = [] {
+    auto* made = new BlockCache;  // outlives every static tensor
+    pthread_atfork(lock_cache, unlock_cache, unlock_cache);
+    return made;
+  }();
   return *c;
 }
 

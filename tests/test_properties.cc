@@ -1935,10 +1935,11 @@ TEST(ForkedChild, ScansOnAPoolOfItsOwn) {
       << "the child's results or thread count differ from the parent's";
 }
 
-// Large blocks go back to a cache for reuse under a mutex. A child forked while another thread of
-// the parent holds it would wait for ever at its first large allocation, unless the cache is held
-// across fork(). One thread takes and returns a 1 MiB block as fast as it can (holding the mutex
-// much of the time) while this one forks 200 children that each allocate one.
+// Large blocks go back to a cache for reuse under a mutex, and the first allocation reads the
+// memory limit once (a function-local static). A child forked while another thread of the parent
+// holds the one or is inside the other would wait for ever at its first large allocation, unless
+// both are settled across fork(). One thread takes and returns a 1 MiB block as fast as it can
+// (its first one reading the limit) while this one forks 200 children that each allocate one.
 TEST(ForkedChild, AllocatesWhileAnotherThreadDoes) {
   const Shape shape{1 << 18};  // 1 MiB of float32: a cached block
   std::atomic<bool> stop{false};

@@ -149,18 +149,26 @@ class BlockCache {
   std::size_t cached_ = 0;
 };
 
-BlockCache& cache();
-void lock_cache() { cache().lock(); }
-void unlock_cache() { cache().unlock(); }
-
 BlockCache& cache() {
-  static auto* c = [] {
-    auto* made = new BlockCache;  // outlives every static tensor
-    pthread_atfork(lock_cache, unlock_cache, unlock_cache);
-    return made;
-  }();
+  static auto* c = new BlockCache;  // outlives every static tensor
   return *c;
 }
+
+// fork() in one thread while another is inside the memory's one-time setup (the limit's first
+// read, a function-local static) or holds the block cache: the child would find the setup in
+// progress for ever or the cache locked, and wait at its first allocation. The handlers,
+// registered as the library loads, finish the setup first (waiting for a thread inside it) and
+// hold the cache across fork().
+void before_fork() {
+  try {
+    static_cast<void>(memory_limit());
+  } catch (...) {  // a malformed CUMULUS_MEMORY_LIMIT: the next call reports it, as before
+  }
+  cache().lock();
+}
+void after_fork() { cache().unlock(); }
+[[maybe_unused]] const bool fork_handlers =
+    pthread_atfork(before_fork, after_fork, after_fork) == 0;
 
 }  // namespace
 

@@ -34,10 +34,15 @@ namespace cumulus::bench {
 inline constexpr std::size_t kStreamChunk = std::size_t{128} << 10;
 // Buffers handed to the streaming kernels start on this boundary; chunks are multiples of it.
 inline constexpr std::size_t kStreamAlign = 64;
-// How far ahead the kernels ask for their inputs, as the library's streaming loops do
-// (kPrefetchBytes), and for at most how many inputs (kPrefetchStreams).
+// How far ahead the kernels ask for their inputs, as the library's streaming loops do: one input
+// kPrefetchBytes ahead, several that much shared between them (sum_prefetch_bytes), for at most
+// kSumPrefetchStreams inputs.
 inline constexpr std::size_t kStreamAhead = 8192;
-inline constexpr int kStreamAheadInputs = 4;
+inline constexpr int kStreamAheadInputs = 16;
+inline std::size_t stream_ahead(int inputs) {
+  return inputs > kStreamAheadInputs ? 0
+                                     : kStreamAhead / static_cast<std::size_t>(inputs) / 64 * 64;
+}
 
 // The distance between the starts of consecutive buffers of `bytes` in one allocation: whole
 // pages plus 17 lines, so that no two buffers share their offset within a page. Buffers a
@@ -103,11 +108,13 @@ inline void add_tail(char* dst, const char* const* src, int k, std::size_t begin
 }
 
 #if defined(__x86_64__)
-// Asks for the lines of a 64-byte step kStreamAhead ahead in each of the first inputs.
+// Asks for the lines of a 64-byte step stream_ahead(k) ahead in each input.
 inline void ask_ahead(const char* const* src, int k, std::size_t i) {
-  for (int j = 0; j < std::min(k, kStreamAheadInputs); ++j) {
+  const std::size_t ahead = stream_ahead(k);
+  if (ahead == 0) return;
+  for (int j = 0; j < k; ++j) {
     // As an integer: the address may lie past the buffer, which a prefetch never faults on.
-    const auto at = reinterpret_cast<std::uintptr_t>(src[j]) + i + kStreamAhead;
+    const auto at = reinterpret_cast<std::uintptr_t>(src[j]) + i + ahead;
     _mm_prefetch(reinterpret_cast<const char*>(at), _MM_HINT_T0);
   }
 }

@@ -401,6 +401,86 @@ TEST(ExactSum, OneOutputPastTheRangeAtEveryLane) {
   }
 }
 
+// float16 terms just past the range whose float sum is exact (sum.inc's float16 path: the largest
+// and smallest exponent fields at most 13 - ceil(log2 K) apart, a subnormal counting as field 1):
+// K - 1 terms of one binade below 1 that sum to a float16 midpoint M in [1, 2), and +-2^-24 on the
+// side of M's odd neighbour. The exact sum rounds to that neighbour; added in float, 2^-24 is half
+// an ulp of M and goes, M's last float bit being even, and M rounds to the even neighbour. The
+// fields lie one past the range, or two where K - 1 terms of the binade one past could not reach 1
+// (K = 2^j + 1: two terms below 1 and 2^-24 need only 24 bits), so each case shows the range
+// check at its edge.
+struct HalfEdge {
+  std::size_t terms;
+  std::vector<Float16> row;  // the K - 1 terms of the binade, then the small one
+};
+std::vector<HalfEdge> half_edges(Rng& rng) {
+  std::vector<HalfEdge> edges;
+  for (const std::size_t k : {3, 4, 5, 8, 9, 16, 17, 32}) {
+    const int log2 = static_cast<int>(std::bit_width(k - 1));
+    const int past = k - 1 > (std::size_t{1} << (log2 - 1)) ? 1 : 2;
+    const uint64_t field = static_cast<uint64_t>(13 - log2 + past) + 1;  // the small term's is 1
+    int found = 0;
+    for (int tries = 0; found < 3 && tries < 1000; ++tries) {
+      std::vector<Float16> row;
+      double sum = 0;
+      for (std::size_t i = 0; i + 2 < k; ++i) {
+        row.push_back(make<Float16>(false, field, rng()));
+        sum += value_of(row.back());
+      }
+      // The last of the binade's terms makes the sum an odd multiple of 2^-11 in [1, 2).
+      const double low = std::ldexp(1.0, static_cast<int>(field) - 15);
+      const double m = std::ldexp(2 * std::floor(std::ldexp(sum + 1.5 * low, 10)) + 1, -11);
+      const double last = m - sum;
+      if (m < 1 || m >= 2 || last < low || last >= 2 * low) continue;
+      row.push_back(value<Float16>(last));
+      if (value_of(row.back()) != last) continue;
+      // The odd neighbour: M + 2^-11 where M's significand rounds up to an odd one.
+      const bool up = (static_cast<uint64_t>(std::ldexp(m + std::ldexp(1.0, -11), 10)) & 1) != 0;
+      row.push_back(value<Float16>(up ? 0x1p-24 : -0x1p-24));
+      edges.push_back({k, std::move(row)});
+      ++found;
+    }
+    EXPECT_EQ(found, 3) << k << " terms: no sum of the binade's terms reached a midpoint in [1, 2)";
+  }
+  return edges;
+}
+
+TEST(ExactSum, Float16JustPastTheFloatPathsRange) {
+  Rng rng(31);
+  for (const HalfEdge& e : half_edges(rng)) {
+    // The small term last, first, and broadcast: its range must count wherever it comes.
+    Case<Float16> last, first, broadcast;
+    for (std::size_t i = 0; i < e.terms; ++i) {
+      last.shapes.push_back({45});
+      last.terms.emplace_back(45, e.row[i]);
+      first.shapes.push_back({45});
+      first.terms.emplace_back(45, e.row[(i + e.terms - 1) % e.terms]);
+      broadcast.shapes.push_back(i + 1 < e.terms ? Shape{45} : Shape{});
+      broadcast.terms.emplace_back(i + 1 < e.terms ? 45 : 1, e.row[i]);
+    }
+    const std::string what = std::to_string(e.terms) + " terms";
+    check_case<Float16>(what + ", the small one last", last);
+    check_case<Float16>(what + ", the small one first", first);
+    check_case<Float16>(what + ", the small one broadcast", broadcast);
+  }
+}
+
+// One such output among outputs well within the range, at every position of two vector groups
+// (32 outputs each) and the scalar tail after them.
+TEST(ExactSum, Float16OneOutputPastTheRangeAtEveryLane) {
+  Rng rng(37);
+  const std::vector<HalfEdge> edges = half_edges(rng);
+  for (const HalfEdge& e : {edges.front(), edges[4]}) {
+    for (std::size_t at = 0; at < 70; ++at) {
+      Case<Float16> row = constant<Float16>(std::vector<Float16>(e.terms, value<Float16>(0.5)), 70);
+      for (std::size_t i = 0; i < e.terms; ++i) row.terms[i][at] = e.row[i];
+      check_case<Float16>(
+          std::to_string(e.terms) + " terms, the edge at output " + std::to_string(at) + " of 70",
+          row);
+    }
+  }
+}
+
 TEST(ExactSum, BeyondTheRangeAndBack) {
   each_type([]<class T>(T) {
     const T max = make<T>(false, max_biased<T>(), ~uint64_t{0});

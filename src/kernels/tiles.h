@@ -55,10 +55,18 @@ inline constexpr std::size_t kMaxF64ChainedPiece = std::size_t{1} << 15;
 // rows, two threads: 33 ms without, 27 with 4 KiB, 24 with 8 and with 16 KiB). Timing only:
 // results never depend on it.
 inline constexpr std::ptrdiff_t kPrefetchBytes = 8192;
-// The most inputs a Sum asks ahead for: kPrefetchBytes ahead in each of more streams is more
-// than a 32 KiB L1 holds (Sum of 8 x [1024,16384] float32, two threads: 25-37 ms prefetching,
-// 18-23 ms not; 5 and 6 inputs 1.1-1.3x faster not; 3 inputs alike). Timing only.
-inline constexpr std::size_t kPrefetchStreams = 4;
+// How far ahead a Sum asks for each of its streamed inputs: kPrefetchBytes shared between them,
+// whole lines, so that the lines asked for and not yet read stay within the L1 (48 KiB here) with
+// the loop's own. Each input kPrefetchBytes ahead overran it: Sum of 8 x [1024,16384] float32,
+// two threads, 25-37 ms prefetching, 18-23 ms not. Shared, on the Xeon (AVX2 table, two threads,
+// `bench_kernels --case`, medians of 3): float32 3 x [4096,16384] 29.9-30.0 -> 26.4-27.3 ms
+// (each input 8 KiB ahead -> 3 KiB), 8 x [1024,16384] 22.7-23.5 -> 19.7-20.3 (none -> 1 KiB);
+// float16 3 x [4096,16384] 17.1-17.5 -> 15.8-16.2. Timing only.
+inline constexpr std::size_t kSumPrefetchStreams = 16;
+inline std::ptrdiff_t sum_prefetch_bytes(std::size_t streams) {
+  if (streams == 0 || streams > kSumPrefetchStreams) return 0;
+  return kPrefetchBytes / static_cast<std::ptrdiff_t>(streams) / 64 * 64;
+}
 
 // The most lanes of any vector: 32-bit integers in AVX-512.
 inline constexpr std::size_t kMaxLanes = 16;

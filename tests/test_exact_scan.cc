@@ -215,6 +215,33 @@ TYPED_TEST(ExactScan, TiesDecidedFarBelow) {
   check_layouts(row, "ties");
 }
 
+// The same tie at every place of short rows and near the ends of longer ones, in both scan
+// orders: 1 and half an ulp at each end of a row of zeros, and one tiny term at position p that
+// decides the ties of the prefixes holding it. Where a row's last terms go as a step of their own
+// (a row's length less a multiple of the vector step), the tiny term's range counts there too.
+TYPED_TEST(ExactScan, TieDecidedAtEveryPlaceOfARow) {
+  using T = TypeParam;
+  const double half = ulp_of_one<T>() / 2;
+  const double tiny = std::ldexp(1, kFormat<T>.emin - kFormat<T>.precision + 1);
+  const auto places = [](std::size_t n) {
+    std::vector<std::size_t> p;
+    for (std::size_t i = 2; i + 2 < n; ++i) {
+      if (n <= 40 || i < 20 || i + 20 >= n) p.push_back(i);
+    }
+    return p;
+  };
+  for (const std::size_t n : {4,  5,  6,  7,  8,  11, 15,  16,   17,   19,   20,   23,
+                              24, 31, 32, 33, 36, 40, 100, 1000, 2047, 2048, 2049, 4100}) {
+    for (const std::size_t p : places(n)) {
+      std::vector<T> row(n, of<T>(0.0));
+      row[0] = row[n - 1] = of<T>(1.0);
+      row[1] = row[n - 2] = of<T>(half);
+      row[p] = of<T>(tiny);
+      check_all(row, 1, n, 1, "tie at " + std::to_string(p) + " of " + std::to_string(n), {2});
+    }
+  }
+}
+
 // Random signs and exponents over the whole range, subnormals included.
 TYPED_TEST(ExactScan, WideRangeWithSubnormals) {
   using T = TypeParam;

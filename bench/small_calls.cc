@@ -1,0 +1,98 @@
+// The time of one small call through the public API, on the calling thread with its data in
+// cache: cumulus::cumsum, cumprod or a Sum of three equal inputs over float32 rows of each length
+// given. It uses nothing but include/cumulus, so the same source links with any build of the
+// library, an older commit's included, and compares them with the timer's own code held fixed:
+//
+//   c++ -O2 -std=c++20 -I include bench/small_calls.cc build/libcumulus.a -lfmt -pthread -o t
+//   taskset -c 1 ./t --op cumsum 17 100 1000 4000
+//
+// (also built as build/bench/small_calls). Terms are uniform in [-1, 1) (CumProd: [0.99, 1.01),
+// so products stay near 1). Prints, per length, the median of --rounds rounds of --calls calls,
+// with the fastest and slowest round, in ns a call. CUMULUS_ISA picks the kernels as for any
+// program.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cumulus/ops.h"
+
+namespace {
+
+int usage(const char* program) {
+  std::fprintf(stderr,
+               "usage: %s [--op cumsum|cumprod|sum] [--rounds N] [--calls N] LENGTH...\n"
+               "times one call over a float32 row of each LENGTH, in ns (median of the rounds)\n",
+               program);
+  return 2;
+}
+
+bool positive(const char* text, long long& value) {
+  char* end = nullptr;
+  value = std::strtoll(text, &end, 10);
+  return end != text && *end == '\0' && value > 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string op = "cumsum";
+  long long rounds = 5, calls = 200000;
+  std::vector<int64_t> lengths;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    long long v = 0;
+    if ((arg == "--op" || arg == "--rounds" || arg == "--calls") && a + 1 < argc) {
+      const char* value = argv[++a];
+      if (arg == "--op") {
+        op = value;
+        if (op != "cumsum" && op != "cumprod" && op != "sum") return usage(argv[0]);
+      } else if (!positive(value, v)) {
+        std::fprintf(stderr, "%s: %s needs a positive integer, not '%s'\n", argv[0], arg.c_str(),
+                     value);
+        return 2;
+      } else {
+        (arg == "--rounds" ? rounds : calls) = v;
+      }
+    } else if (positive(arg.c_str(), v)) {
+      lengths.push_back(v);
+    } else {
+      return usage(argv[0]);
+    }
+  }
+  if (lengths.empty()) return usage(argv[0]);
+  for (const int64_t n : lengths) {
+    std::vector<float> x(static_cast<std::size_t>(n)), y(x.size());
+    std::mt19937 rng(1);
+    const bool product = op == "cumprod";
+    std::uniform_real_distribution<float> terms(product ? 0.99f : -1.0f, product ? 1.01f : 1.0f);
+    for (float& v : x) v = terms(rng);
+    const int64_t shape[1] = {n};
+    const cumulus::ConstTensorView xv(cumulus::DType::kFloat32, shape, x.data());
+    const cumulus::TensorView yv{cumulus::DType::kFloat32, shape, y.data()};
+    const cumulus::ConstTensorView three[3] = {xv, xv, xv};
+    std::vector<double> ns;
+    for (long long r = 0; r < rounds; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (op == "sum") {
+        for (long long c = 0; c < calls; ++c) cumulus::sum(three, yv);
+      } else if (product) {
+        for (long long c = 0; c < calls; ++c) cumulus::cumprod(xv, 0, yv);
+      } else {
+        for (long long c = 0; c < calls; ++c) cumulus::cumsum(xv, 0, yv);
+      }
+      const auto t1 = std::chrono::steady_clock::now();
+      ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() /
+                   static_cast<double>(calls));
+    }
+    std::sort(ns.begin(), ns.end());
+    std::printf("%s [%lld]: %.1f ns a call (rounds %.1f-%.1f)\n", op.c_str(),
+                static_cast<long long>(n), ns[ns.size() / 2], ns.front(), ns.back());
+  }
+  return 0;
+}

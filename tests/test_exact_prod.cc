@@ -151,13 +151,18 @@ using cumulus::testing::ScopedThreads;
 using cumulus::testing::ScopedTuning;
 
 template <class T>
-std::vector<T> cumprod(const std::vector<T>& x, const Shape& shape, ScanOptions o,
-                       bool in_place = false) {
+std::vector<T> cumprod_along(const std::vector<T>& x, const Shape& shape, int64_t axis,
+                             ScanOptions o, bool in_place = false) {
   constexpr DType kType = cumulus::dtype_of<T>;
   std::vector<T> y = x;
-  cumulus::cumprod(ConstTensorView(kType, shape, in_place ? y.data() : x.data()), 0,
+  cumulus::cumprod(ConstTensorView(kType, shape, in_place ? y.data() : x.data()), axis,
                    TensorView{kType, shape, y.data()}, o);
   return y;
+}
+template <class T>
+std::vector<T> cumprod(const std::vector<T>& x, const Shape& shape, ScanOptions o,
+                       bool in_place = false) {
+  return cumprod_along(x, shape, 0, o, in_place);
 }
 
 // The kernel tables this CPU can run.
@@ -616,6 +621,118 @@ TYPED_TEST(ExactProd, BitsIdenticalEverywhere) {
         }
       }
       EXPECT_EQ(differences, 0);
+    }
+  }
+}
+
+// Rows shorter than a span (float16, bfloat16 and float32 take them in vectors of eight, a tree
+// within each, prod.inc's short rows): every length from 1 to 40 and around the vector and
+// renormalisation steps, every pattern, a table of such rows too, and rows that pile a product far
+// beyond double's range onto eight terms whose own product lies below double's normal range (the
+// row's outputs normal again) or beyond it. Within the bound, and the scalar table's bits from
+// every table, thread count and tuning that reaches the row kernels or the chained pieces.
+TYPED_TEST(ExactProd, ShortRowsEveryWay) {
+  using T = TypeParam;
+  const Format f = kFormat<T>;
+  constexpr std::size_t kSpan = cumulus::detail::kProductSpan;
+  Rng rng(1207);
+  std::vector<std::size_t> lengths;
+  for (std::size_t n = 1; n <= 40; ++n) lengths.push_back(n);
+  for (std::size_t n : {63, 64, 65, 100, 255, 256, 257, 263, 1000, 2047, 2048, 2049})
+    lengths.push_back(n);
+  lengths.push_back(kSpan - 1);
+  Tuning split;  // a long row: the chained pieces on two threads or more, else a segment's scan
+  split.long_row = 1;
+  Tuning columns;  // a table of rows split among the threads row by row
+  columns.min_chunk_elements = 1;
+  const Tuning tunings[] = {Tuning{}, split, columns};
+  struct Way {
+    int threads;
+    std::size_t tuning;
+    bool in_place;
+  };
+  constexpr Way kWays[] = {{1, 0, false}, {2, 0, true}, {1, 1, false},
+                           {2, 1, false}, {3, 1, true}, {2, 2, false}};
+  std::vector<std::vector<T>> rows;
+  for (Pattern pattern : kPatterns) {
+    for (std::size_t n : lengths) rows.push_back(make_terms<T>(pattern, rng, n));
+  }
+  // Eight terms whose product lies near 2^-1070, deep in double's subnormals where T's range
+  // reaches (float32; bfloat16's subnormals, 2^-1064; float16's least, 2^-192), after a product
+  // near 2^964 (so their outputs are normal doubles), or more beyond double's range; and eight
+  // terms up to 2^127 after a product near 2^-964.
+  for (int up : {1, -1}) {
+    const double big = std::ldexp(1.5, up * std::min(f.emax, 120));
+    const int least = f.emin - (f.precision - 1);  // T's least subnormal's exponent
+    const double small =
+        up > 0 ? std::ldexp(1.0, std::max(-134, least)) : std::ldexp(1.0, std::min(f.emax, 126));
+    for (std::size_t lead : {8, 16, 24, 40}) {
+      std::vector<T> x;
+      for (std::size_t i = 0; i < lead; ++i) x.push_back(rounded<T>(big));
+      for (int i = 0; i < 8; ++i) x.push_back(rounded<T>(small * (1 + i / 16.0)));
+      for (int i = 0; i < 11; ++i) x.push_back(rounded<T>(1.0625 - i / 64.0));
+      rows.push_back(x);
+    }
+  }
+  // Each row, and a table of three: x, x reversed, x negated.
+  struct Case {
+    std::vector<T> row, table;
+    Shape row_shape, table_shape;
+    std::vector<T> want_row[std::size(kModes)], want_table[std::size(kModes)];
+  };
+  std::vector<Case> cases;
+  for (const std::vector<T>& x : rows) {
+    const std::size_t n = x.size();
+    Case c{x, {}, {static_cast<int64_t>(n)}, {3, static_cast<int64_t>(n)}, {}, {}};
+    for (int r = 0; r < 3; ++r) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const T t = x[r == 1 ? n - 1 - i : i];
+        c.table.push_back(r == 2 ? rounded<T>(-ref::Num<T>::to_double(t)) : t);
+      }
+    }
+    cases.push_back(std::move(c));
+  }
+  {
+    Tuning base;
+    base.table = &cumulus::detail::scalar_kernels();
+    const ScopedTuning s(base);
+    const ScopedThreads one(1);
+    for (Case& c : cases) {
+      const std::size_t n = c.row.size();
+      for (std::size_t m = 0; m < std::size(kModes); ++m) {
+        const ScanOptions o = kModes[m];
+        c.want_row[m] = cumprod_along(c.row, c.row_shape, 0, o);
+        c.want_table[m] = cumprod_along(c.table, c.table_shape, 1, o);
+        const std::string what = "length " + std::to_string(n) + ", " + mode_name(o);
+        ASSERT_EQ(check_line(c.row.data(), c.want_row[m].data(), n, 1, o, what), 0) << what;
+        for (std::size_t r = 0; r < 3; ++r) {
+          ASSERT_EQ(
+              check_line(c.table.data() + r * n, c.want_table[m].data() + r * n, n, 1, o, what), 0)
+              << what << ", table row " << r;
+        }
+      }
+    }
+  }
+  for (const KernelTable* table : tables()) {
+    for (const auto [threads, k, in_place] : kWays) {
+      Tuning t = tunings[k];
+      t.table = table;
+      const ScopedTuning s(t);
+      const ScopedThreads th(threads);
+      for (const Case& c : cases) {
+        for (std::size_t m = 0; m < std::size(kModes); ++m) {
+          const ScanOptions o = kModes[m];
+          const std::string where = "length " + std::to_string(c.row.size()) + ", " + mode_name(o) +
+                                    ", " + table->isa + ", " + std::to_string(threads) +
+                                    " threads, tuning " + std::to_string(k) +
+                                    (in_place ? ", in place" : "");
+          ASSERT_TRUE(same_bits(cumprod_along(c.row, c.row_shape, 0, o, in_place), c.want_row[m]))
+              << "row: " << where;
+          ASSERT_TRUE(
+              same_bits(cumprod_along(c.table, c.table_shape, 1, o, in_place), c.want_table[m]))
+              << "table: " << where;
+        }
+      }
     }
   }
 }

@@ -626,11 +626,12 @@ TYPED_TEST(ExactProd, BitsIdenticalEverywhere) {
 }
 
 // Rows shorter than a span (float16, bfloat16 and float32 take them in vectors of eight, a tree
-// within each, prod.inc's short rows): every length from 1 to 40 and around the vector and
-// renormalisation steps, every pattern, a table of such rows too, and rows that pile a product far
-// beyond double's range onto eight terms whose own product lies below double's normal range (the
-// row's outputs normal again) or beyond it. Within the bound, and the scalar table's bits from
-// every table, thread count and tuning that reaches the row kernels or the chained pieces.
+// within each, prod.inc's short rows; float64 those shorter than 128 terms): every length from 1
+// to 40 and around the vector, renormalisation and short-row steps, every pattern, a table of such
+// rows too, and rows that pile a product far beyond double's range onto eight terms whose own
+// product lies below double's normal range (the row's outputs normal again) or beyond it. Within
+// the bound, and the scalar table's bits from every table, thread count and tuning that reaches the
+// row kernels or the chained pieces.
 TYPED_TEST(ExactProd, ShortRowsEveryWay) {
   using T = TypeParam;
   const Format f = kFormat<T>;
@@ -638,7 +639,7 @@ TYPED_TEST(ExactProd, ShortRowsEveryWay) {
   Rng rng(1207);
   std::vector<std::size_t> lengths;
   for (std::size_t n = 1; n <= 40; ++n) lengths.push_back(n);
-  for (std::size_t n : {63, 64, 65, 100, 255, 256, 257, 263, 1000, 2047, 2048, 2049})
+  for (std::size_t n : {63, 64, 65, 100, 127, 128, 129, 255, 256, 257, 263, 1000, 2047, 2048, 2049})
     lengths.push_back(n);
   lengths.push_back(kSpan - 1);
   Tuning split;  // a long row: the chained pieces on two threads or more, else a segment's scan

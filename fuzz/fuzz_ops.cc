@@ -834,12 +834,14 @@ std::string choose_paths(const uint8_t* data, size_t size) {
   if ((shrink & 4) != 0) tuning.sum_row_tile = 1 + t[5] % 16;
   if ((shrink & 8) != 0) tuning.stream_bytes = 0;
   if ((shrink & 16) != 0) tuning.min_chunk_elements = 1;
+  tuning.stream_every_row = (shrink & 32) != 0;
   cumulus::detail::set_tuning(tuning);
   return fmt::format(
       "kernels {}, long row {}, piece {}, {} per round, column tile {}, Sum row tile {}, stream "
-      "from {} bytes, chunks of {}",
+      "from {} bytes{}, chunks of {}",
       tuning.kernel_table().isa, tuning.long_row, tuning.piece, tuning.pieces_per_round,
-      tuning.column_tile, tuning.sum_row_tile, tuning.stream_bytes, tuning.min_chunk_elements);
+      tuning.column_tile, tuning.sum_row_tile, tuning.stream_bytes,
+      tuning.stream_every_row ? " (every row)" : "", tuning.min_chunk_elements);
 }
 
 }  // namespace

@@ -96,6 +96,7 @@ std::vector<Run> runs(bool long_rows = false) {
       small.sum_row_tile = 11;
       small.min_chunk_elements = 1;
       small.stream_bytes = 0;
+      small.stream_every_row = true;
       Tuning tiny = small;
       tiny.long_row = 2;
       tiny.piece = 5;

@@ -584,6 +584,7 @@ TYPED_TEST(ExactProd, BitsIdenticalEverywhere) {
   spans.piece = 2 * kSpan + 37;
   spans.pieces_per_round = 2;
   spans.stream_bytes = 1;
+  spans.stream_every_row = true;
   const Tuning tunings[] = {Tuning{}, split, rounds, columns, spans};
   for (Pattern pattern : kPatterns) {
     const std::vector<T> x = make_terms<T>(pattern, rng, 5 * kSpan + 333);

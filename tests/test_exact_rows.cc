@@ -57,6 +57,7 @@ std::vector<Tuning> tunings() {
         t.pieces_per_round = 3;
       }
       t.stream_bytes = 0;
+      t.stream_every_row = true;
       t.table = table;
       all.push_back(t);
     }

@@ -126,6 +126,7 @@ std::vector<Tuning> tunings() {
     t.column_tile = 7;
     t.min_chunk_elements = 1;
     t.stream_bytes = 0;
+    t.stream_every_row = true;
     t.table = table;
     all.push_back(t);
   }

@@ -143,6 +143,7 @@ void check_op(const std::vector<T>& x, std::size_t length, const std::string& wh
   Tuning small;
   small.min_chunk_elements = 3 * length + 1;
   small.stream_bytes = 0;
+  small.stream_every_row = true;
   for (const ScanOptions o : kAllOptions) {
     const std::vector<uint64_t> want = exact_rows(x, length, o);
     for (const int threads : {1, 2, 3}) {

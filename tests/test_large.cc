@@ -96,6 +96,7 @@ class LowerStreamThreshold {
   LowerStreamThreshold() {
     detail::Tuning t;
     t.stream_bytes = kBytes;
+    t.stream_every_row = true;  // every kernel's streaming stores
     detail::set_tuning(t);
   }
   ~LowerStreamThreshold() { detail::set_tuning({}); }

@@ -55,6 +55,7 @@ Tuning small_tuning() {
   t.sum_row_tile = 11;
   t.min_chunk_elements = 1;  // every task its own chunk, so threads share even small inputs
   t.stream_bytes = 0;        // every output not written in place is streamed
+  t.stream_every_row = true;
   return t;
 }
 
@@ -499,6 +500,7 @@ TEST(ColumnTiles, AroundTheTileBoundary) {
 TEST(Streaming, ScanOutputsMatchTheReference) {
   Tuning t;
   t.stream_bytes = 0;
+  t.stream_every_row = true;
   const ScopedTuning tuning(t);
   Rng rng(8105);
   SCOPED_TRACE("seed 8105");

@@ -97,6 +97,9 @@ struct ScanKernels {
   CombineKernel combine;
   bool block_carries = false;           // whether `block` takes ScanBlock's carries
   ChainedScanKernel chained = nullptr;  // floating CumProd, float64 CumSum (vector tables)
+  // Whether `rows` (and `chained`) write a large output past the cache (RowScan::stream) or with
+  // ordinary stores: see Tuning::stream_bytes.
+  bool stream_rows = true;
 };
 
 struct KernelTable {

@@ -414,7 +414,8 @@ void scan_chunk(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOp
     s.fresh = false;
     return;
   }
-  const bool stream = layout.inner == 1 && x.data != y.data && layout.bytes >= tuning.stream_bytes;
+  const bool stream =
+      layout.inner == 1 && detail::stream_rows(tuning, kernel, layout.bytes, x.data == y.data);
   for_lines(layout, item, xb, yb, [&](std::size_t line, const std::byte* in, std::byte* out) {
     detail::Carry& carry = s.carries[line];
     const detail::Carry total = kernel.total(in, layout.length);  // first: out may be in

@@ -106,7 +106,7 @@ detail::Carry scan_long_row(const detail::ScanKernels& kernel, const detail::Tun
     const std::size_t n = std::min(size, length - from_start);
     return std::pair{options.reverse ? length - from_start - n : from_start, n};
   };
-  const bool stream = x != y && length * item >= tuning.stream_bytes;
+  const bool stream = detail::stream_rows(tuning, kernel, length * item, x == y);
   std::array<detail::Carry, detail::kMaxPiecesPerRound> totals{}, carries{};
   detail::Carry running = before != nullptr ? *before : detail::Carry{};
   bool fresh = before == nullptr;
@@ -175,7 +175,7 @@ std::optional<detail::Carry> scan_split_row(const detail::ScanKernels& kernel,
       take(kernel.total(x + start * item, n));
     }
   };
-  const bool stream = x != y && length * item >= tuning.stream_bytes;
+  const bool stream = detail::stream_rows(tuning, kernel, length * item, x == y);
   // carries[t]: everything before segment t (where has[t]; else nothing), published by ready[t].
   std::vector<detail::Carry> carries(width);
   std::vector<char> has(width, 0);
@@ -250,7 +250,7 @@ detail::Carry scan_lookback_row(const detail::ScanKernels& kernel, const detail:
                                 const detail::Carry* before) {
   const std::size_t block = lookback_block(tuning, length);
   const std::size_t blocks = (length + block - 1) / block;
-  const bool stream = x != y && length * item >= tuning.stream_bytes;
+  const bool stream = detail::stream_rows(tuning, kernel, length * item, x == y);
   enum : int { kNothing = 0, kTotal = 1, kCarryAfter = 2 };
   struct State {
     std::atomic<int> known{kNothing};
@@ -307,7 +307,7 @@ detail::Carry scan_chained_row(const detail::ScanKernels& kernel, std::size_t bl
                                std::size_t length, std::size_t item, ScanOptions options,
                                const detail::Carry* before) {
   const std::size_t blocks = (length + block - 1) / block;
-  const bool stream = x != y && length * item >= tuning.stream_bytes;
+  const bool stream = detail::stream_rows(tuning, kernel, length * item, x == y);
   struct State {
     std::atomic<bool> known{false};
     detail::Carry after;  // written before `known` says so
@@ -460,8 +460,10 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
   const auto* xb = static_cast<const std::byte*>(x.data);
   auto* yb = static_cast<std::byte*>(y.data);
   const std::size_t slab = length * inner;
-  // Rows and column tiles alike write a large output past the cache (long rows decide per row).
+  // Column tiles write a large output past the cache; rows where their kernels gain by it (long
+  // rows decide per row).
   const bool stream = x.data != y.data && bytes >= tuning.stream_bytes;
+  const bool rows_stream = detail::stream_rows(tuning, kernel, bytes, x.data == y.data);
 
   // Long rows share a row between the threads, unless there are enough of them (and they are
   // long by the default's measure, whatever the tuning says) to give each thread whole rows
@@ -480,7 +482,7 @@ void scan(OpKind op, ConstTensorView x, int64_t axis, TensorView y, ScanOptions 
     const std::size_t grain = std::max<std::size_t>(1, tuning.min_chunk_elements / length);
     detail::parallel_for(outer, grain, [&](std::size_t begin, std::size_t end) {
       kernel.rows({xb + begin * slab * item, yb + begin * slab * item, end - begin, length,
-                   options.exclusive, options.reverse, nullptr, stream});
+                   options.exclusive, options.reverse, nullptr, rows_stream});
     });
     return;
   }

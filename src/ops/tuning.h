@@ -29,13 +29,23 @@ struct Tuning {
   // The elements a chunk of work should hold to be worth a thread hand-off.
   std::size_t min_chunk_elements = std::size_t{1} << 15;
   // Outputs of at least this many bytes are written with non-temporal stores: they cannot stay in
-  // the cache, and bypassing it saves reading each line before writing it.
+  // the cache, and bypassing it saves reading each line before writing it. Rows go so only where
+  // their kernels' ScanKernels::stream_rows says it pays (float16, bfloat16 and float32 CumSum
+  // rows keep ordinary stores: their exact arithmetic runs under the memory traffic only then;
+  // table.inc), or where `stream_every_row` asks (tests, to reach every kernel's streaming stores).
   std::size_t stream_bytes = std::size_t{32} << 20;
+  bool stream_every_row = false;
   // The kernels the operators call; null means kernels(), the table chosen for this process.
   const KernelTable* table = nullptr;
 
   const KernelTable& kernel_table() const { return table != nullptr ? *table : kernels(); }
 };
+
+// Whether rows of `kernel` write an output of `bytes` past the cache (never in place).
+inline bool stream_rows(const Tuning& t, const ScanKernels& kernel, std::size_t bytes,
+                        bool in_place) {
+  return !in_place && bytes >= t.stream_bytes && (kernel.stream_rows || t.stream_every_row);
+}
 
 // The values in force. An operator copies them once per call, so a call takes one set of paths.
 const Tuning& tuning() noexcept;

@@ -42,6 +42,14 @@ using cumulus::bench::StreamTeam;
 // How far ahead each line's input is asked for (--ahead; 0: not asked).
 std::size_t g_ahead = 8192;
 
+// Asks for the line g_ahead bytes past byte i of src (as an integer: it may lie past the buffer,
+// which a prefetch never faults on).
+inline void ask_ahead(const char* src, std::size_t i) {
+  if (g_ahead == 0) return;
+  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(src) + i + g_ahead),
+               _MM_HINT_T0);
+}
+
 // One line's steps: v + (v permuted), WORK times, then the carry.
 template <bool kStream>
 __attribute__((target("avx512f"))) void probe_avx512(char* dst, const char* src, std::size_t bytes,
@@ -54,11 +62,7 @@ __attribute__((target("avx512f"))) void probe_avx512(char* dst, const char* src,
   const __m512i last = _mm512_set1_epi32(15);
   __m512 carry = _mm512_setzero_ps();
   for (std::size_t i = 0; i < bytes; i += 64) {
-    if (g_ahead != 0) {
-      _mm_prefetch(
-          reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(src) + i + g_ahead),
-          _MM_HINT_T0);
-    }
+    ask_ahead(src, i);
     __m512 v = _mm512_load_ps(src + i);
     for (int w = 0; w < work; ++w) {
       v = _mm512_add_ps(v, _mm512_maskz_permutexvar_ps(0xFFFF, rotations[w & 3], v));
@@ -83,11 +87,7 @@ __attribute__((target("avx2"))) void probe_avx2(char* dst, const char* src, std:
   const __m256i last = _mm256_set1_epi32(7);
   __m256 carry = _mm256_setzero_ps();
   for (std::size_t i = 0; i < bytes; i += 64) {
-    if (g_ahead != 0) {
-      _mm_prefetch(
-          reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(src) + i + g_ahead),
-          _MM_HINT_T0);
-    }
+    ask_ahead(src, i);
     __m256 a = _mm256_load_ps(reinterpret_cast<const float*>(src + i));
     __m256 b = _mm256_load_ps(reinterpret_cast<const float*>(src + i + 32));
     for (int w = 0; w < work; ++w) {

@@ -242,9 +242,14 @@ int main(int argc, char** argv) {
             cache_block(b);
             char* base = cache_region.data() + static_cast<std::size_t>(b) * 2 *
                                                    cumulus::bench::stream_stride(kCacheBlock);
-            for (std::size_t at = begin; at < end; at += kCacheBlock) {
-              probe(isa, false, base + cumulus::bench::stream_stride(kCacheBlock), base,
-                    std::min(kCacheBlock, end - at), work);
+            // Chunk [begin, end) maps onto the block at begin's offset in it, wrapping at the
+            // block's end, so a block larger than a chunk is walked whole, not its head again.
+            for (std::size_t at = begin; at < end;) {
+              const std::size_t offset = at % kCacheBlock;
+              const std::size_t length = std::min(kCacheBlock - offset, end - at);
+              probe(isa, false, base + cumulus::bench::stream_stride(kCacheBlock) + offset,
+                    base + offset, length, work);
+              at += length;
             }
           });
         });

@@ -351,7 +351,8 @@ TEST(ExactRows, Float64CancellationsAtEveryLength) {
   std::uniform_real_distribution<double> mantissa(1, 2);
   for (const int low : {-40, -75}) {
     std::uniform_int_distribution<int> big_exponent(0, 20), small_exponent(low, -25);
-    for (const std::size_t n : {65, 100, 127, 128, 129, 300, 2047, 2048, 2049, 2113, 4160, 6001}) {
+    for (const std::size_t n : {1,   2,   7,   8,   9,   17,   40,   65,   100,  127,  128,
+                                129, 255, 256, 257, 300, 2047, 2048, 2049, 2113, 4160, 6001}) {
       std::vector<double> row(n);
       double big = 0;
       for (std::size_t i = 0; i < n; ++i) {
@@ -515,6 +516,19 @@ TEST(ExactRows, Float64PastThePlainBound) {
   check_f64_row(mirrored(past_plain_bound_row(kPastPlainBound[0], 4 * 2048 + 40, rng)),
                 std::string("float64 ") + kPastPlainBound[0].what);
   check_f64_row(mirrored(carry_bit_row(24, rng)), "float64 a carry's last bit below the grid");
+  // The same rows' carries and terms without the zeros between them: rows too short for blocks,
+  // which go a vector at a time where their bound allows.
+  for (const PastPlainBound& c : kPastPlainBound) {
+    const std::vector<double> row = past_plain_bound_row(c, 2048 + 250, rng);
+    for (const std::size_t n : {std::size_t{30}, std::size_t{250}}) {
+      std::vector<double> short_row = c.carry;
+      short_row.insert(short_row.end(), row.begin() + 2048, row.begin() + 2048 + n);
+      check_f64_row(short_row, std::string("float64, short row, ") + c.what);
+    }
+  }
+  std::vector<double> periods = carry_bit_row(2, rng);
+  periods.erase(periods.begin() + 2, periods.begin() + 2048);
+  check_f64_row(periods, "float64, short row, a carry's last bit below the grid");
 }
 
 // The same terms after the carry in every lane (and zeros to the end of the lanes' first 2048

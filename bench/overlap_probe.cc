@@ -15,7 +15,6 @@
 // [--bytes N] [--cache-bytes N] [--isa avx512|avx2] [WORK...].
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,9 +34,11 @@ int main() {
 
 namespace {
 
+using cumulus::bench::median;
 using cumulus::bench::StreamIsa;
 using cumulus::bench::StreamRegion;
 using cumulus::bench::StreamTeam;
+using cumulus::bench::time_ms;
 
 // How far ahead each line's input is asked for (--ahead; 0: not asked).
 std::size_t g_ahead = 8192;
@@ -115,19 +116,6 @@ void probe(StreamIsa isa, bool stream, char* dst, const char* src, std::size_t b
   } else {
     stream ? probe_avx2<true>(dst, src, bytes, work) : probe_avx2<false>(dst, src, bytes, work);
   }
-}
-
-template <class Body>
-double time_ms(const Body& body) {
-  const auto t0 = std::chrono::steady_clock::now();
-  body();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
 bool parse_count(const char* text, long long& out) {

@@ -6,7 +6,6 @@
 // "iterations", "isa"}, "THREADS": ...}, "memcpy": ...}.
 // Build: c++ -O2 -std=c++20 -pthread -o stream_timer stream_timer.cc (compare.py does it).
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,15 +31,8 @@ template <class Body>
 Timing time_runs(int iterations, int warmup, const Body& body) {
   for (int i = 0; i < warmup; ++i) body();
   std::vector<double> ms;
-  for (int i = 0; i < iterations; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    body();
-    ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  const std::size_t h = ms.size() / 2;
-  return {ms.size() % 2 ? ms[h] : (ms[h - 1] + ms[h]) / 2, ms.front(), iterations};
+  for (int i = 0; i < iterations; ++i) ms.push_back(cumulus::bench::time_ms(body));
+  return {cumulus::bench::median(ms), *std::min_element(ms.begin(), ms.end()), iterations};
 }
 
 // `"threads": {...}`, a member of the JSON object of one kernel's timings; `isa` the streaming

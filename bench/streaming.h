@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -92,6 +93,21 @@ inline std::string_view stream_isa_name(StreamIsa isa) {
       break;
   }
   return "plain";
+}
+
+// The wall time of one body() in milliseconds.
+template <class Body>
+double time_ms(const Body& body) {
+  const auto t0 = std::chrono::steady_clock::now();
+  body();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The median of v: its middle value, or the mean of the middle two.
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
 namespace detail {

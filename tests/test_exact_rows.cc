@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -529,6 +530,29 @@ TEST(ExactRows, Float64PastThePlainBound) {
   std::vector<double> periods = carry_bit_row(2, rng);
   periods.erase(periods.begin() + 2, periods.begin() + 2048);
   check_f64_row(periods, "float64, short row, a carry's last bit below the grid");
+}
+
+// Rows for f64_run's split: n terms b = 1 + U - 2^-52 (U = 2^(E - 52), E the split's place for
+// a piece whose magnitudes sum to about 2 n), each leaving nearly U below the split, so the low
+// parts' sum climbs to about n U; then a term t of 53 bits, the last 2^(E - d) (the certificate's
+// grid is the smallest term's last place); then n terms -b taking it all back. The last output
+// is t itself, whose last bit a low part rounded on the way loses: for n = 511 the low parts'
+// sums stay doubles up to d of about 96, and the split's certificate allows d <= 94, so past it
+// the rows go the scalar way. Every d around both. (Checked: a certificate allowing d <= 97
+// fails here.)
+TEST(ExactRows, Float64RunsAroundTheSplitBound) {
+  for (const int n : {8, 100, 511}) {
+    const int E = std::bit_width(static_cast<unsigned>(2 * n)) + 1;  // 2^E >= 2 S, as the kernel's
+    const double b = 1 + std::ldexp(1.0, E - 52) - 0x1p-52;
+    for (int d = 88; d <= 100; ++d) {
+      std::vector<double> row(static_cast<std::size_t>(n), b);
+      row.push_back(std::ldexp(0x1.fffffffffffffp0, E - d + 52));
+      row.insert(row.end(), static_cast<std::size_t>(n), -b);
+      check_f64_row(row, "float64 split at 2^" + std::to_string(E) + ", " + std::to_string(n) +
+                             " terms each way, the last bit 2^" + std::to_string(E - d) +
+                             " between");
+    }
+  }
 }
 
 // The same terms after the carry in every lane (and zeros to the end of the lanes' first 2048

@@ -506,6 +506,13 @@ TYPED_TEST(ExactProd, TotalsIdenticalAcrossTables) {
       const auto& k = table->cumprod[d];
       EXPECT_EQ(bits(k.total(x.data(), half)), bits(a)) << pattern_name(pattern) << table->isa;
       EXPECT_EQ(bits(k.combine(a, b)), bits(scalar.combine(a, b))) << table->isa;
+      // A span with a tail (a row's last): fewer than 64 terms after its regions, or only those.
+      for (const std::size_t n :
+           {std::size_t{5}, std::size_t{63}, std::size_t{100}, std::size_t{255}, std::size_t{1000},
+            cumulus::detail::kProductSpan + 45}) {
+        EXPECT_EQ(bits(k.total(x.data(), n)), bits(scalar.total(x.data(), n)))
+            << pattern_name(pattern) << table->isa << " [" << n << "]";
+      }
     }
   }
 }

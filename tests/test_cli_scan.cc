@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <random>
 #include <string>
@@ -406,8 +407,13 @@ void write_big_file(const fs::path& path, const Shape& shape) {
 // without transparent huge pages (PR_SET_THP_DISABLE, inherited through fork and exec): a kernel
 // that keeps the executable's pages in 2 MiB folios (khugepaged collapses them as the tests run it
 // again and again) maps a whole 2 MiB at the first touch of one of them, which is the page
-// cache's rounding, not the scan's memory. A child's peak counts the pages of this process when
-// it forks, so the big arrays live here only before and after the children run.
+// cache's rounding, not the scan's memory. Even so a run's peak moves from one run to the next,
+// in steps of about 0.9 MiB, with the heap's peak fixed (3.68 MiB along axis 0): here a 4-element
+// scan peaked at 7.2 to 9.3 MiB, the big file along axis 0 at 10.8 to 13.2 with other tests
+// running beside it. So each figure is the least of three runs, and the slack is 2 MiB: a scan
+// whose memory grew with the file (or a budget of 8M instead of 4M: 15.2 MiB along axis 1) would
+// be over the bound in all three. A child's peak counts the pages of this process when it forks,
+// so the big arrays live here only before and after the children run.
 TEST_F(CliScan, PeakMemoryStaysUnderTheBudget) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer keeps freed blocks in quarantine and adds shadow memory: "
@@ -422,21 +428,26 @@ TEST_F(CliScan, PeakMemoryStaysUnderTheBudget) {
   write_big_file(dir_ / "big.npy", shape);
   write_big_file(dir_ / "small0.npy", {4000, 8});
   write_big_file(dir_ / "small1.npy", {8, 4000});
-  // Pages of the allocator that a small run does not touch.
-  constexpr long kSlackKib = 1024;
+  // The runs' own variation, and pages of the allocator that a small run does not touch.
+  constexpr long kSlackKib = 2048;
   for (const int axis : {0, 1}) {
-    const auto scan = [&](const std::string& in, const std::string& out) {
-      return finish(start({"scan", (dir_ / in).string(), (dir_ / out).string(), "--axis",
-                           std::to_string(axis), "--memory", "4M"}));
+    // The least peak of three runs of the scan of `in` to `out`.
+    const auto least_peak = [&](const std::string& in, const std::string& out) {
+      long least = std::numeric_limits<long>::max();
+      for (int round = 0; round < 3; ++round) {
+        const Finished run = finish(start({"scan", (dir_ / in).string(), (dir_ / out).string(),
+                                           "--axis", std::to_string(axis), "--memory", "4M"}));
+        EXPECT_EQ(run.result.status, 0) << run.result.err;
+        least = std::min(least, run.peak_kib);
+      }
+      return least;
     };
-    const Finished base = scan(fmt::format("small{}.npy", axis), "small_out.npy");
-    ASSERT_EQ(base.result.status, 0) << base.result.err;
-    const Finished run = scan("big.npy", fmt::format("out{}.npy", axis));
-    ASSERT_EQ(run.result.status, 0) << run.result.err;
-    const long bound_kib = static_cast<long>(kBudget / 1024) + base.peak_kib + kSlackKib;
-    std::cout << "axis " << axis << ": peak " << run.peak_kib << " KiB; small file's "
-              << base.peak_kib << " KiB; bound " << bound_kib << " KiB\n";
-    EXPECT_LE(run.peak_kib, bound_kib) << "axis " << axis;
+    const long base = least_peak(fmt::format("small{}.npy", axis), "small_out.npy");
+    const long peak = least_peak("big.npy", fmt::format("out{}.npy", axis));
+    const long bound_kib = static_cast<long>(kBudget / 1024) + base + kSlackKib;
+    std::cout << "axis " << axis << ": peak " << peak << " KiB; small file's " << base
+              << " KiB; bound " << bound_kib << " KiB\n";
+    EXPECT_LE(peak, bound_kib) << "axis " << axis;
   }
   const Tensor x = onnx::read_tensor_file(dir_ / "big.npy");
   for (const int axis : {0, 1}) {
